@@ -1,0 +1,3 @@
+from reprobench.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,128 @@
+"""NAC+, NAC*, NALU and Linear (specs/arith.md, section 2), batched over seeds.
+
+Every parameter has a leading seed dimension, and no operation mixes seeds, so the batched model is
+mathematically the same as one model per seed: the summed loss gives each seed its own gradient and
+Adam is elementwise. Each seed is initialised from its own CPU generator, so its start does not
+depend on the device or on the other seeds in the batch.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import torch
+from scipy import optimize
+from torch import nn
+
+from reprobench.core.seeding import torch_generator
+
+EPS = 1e-7  # inside log(|z| + eps), in the NAC* wrapper and in NALU
+
+# Paper name -> (slug used in paths and configs, layer 1, layer 2)
+MODELS = {
+    "nac_add": ("NAC+", "nac", "nac"),
+    "nac_mul": ("NAC•", "nac", "nac_mul"),
+    "nalu": ("NALU", "nalu", "nalu"),
+    "linear": ("Linear", "linear", "linear"),
+}
+
+
+def display_name(model: str) -> str:
+    return MODELS[model][0]
+
+
+def nac_variance(r: float) -> float:
+    """Var(tanh(w) sigmoid(m)) for w, m ~ U[-r, r] i.i.d. (the reference's closed form)."""
+    return (1 - math.tanh(r) / r) * (r - math.tanh(r / 2)) / (2 * r)
+
+
+@cache
+def nac_init_radius(fan_in: int, fan_out: int) -> float:
+    """r such that max(fan_in + fan_out, 5) * Var(W) = 2, i.e. Glorot's variance for W = tanh(W^) sig(M^)."""
+    fan = max(fan_in + fan_out, 5)
+    return optimize.brentq(lambda r: fan * nac_variance(r) - 2, 1e-6, 10, xtol=1e-12)
+
+
+def _uniform(shape, bound, generator):
+    return (torch.rand(shape, generator=generator, dtype=torch.float64) * 2 - 1).mul_(bound).float()
+
+
+def _matmul(x, w):
+    """x (seeds, batch, in) or shared (batch, in), w (seeds, out, in) -> (seeds, batch, out)."""
+    if x.dim() == 2:
+        return torch.einsum("bi,soi->sbo", x, w)
+    return torch.bmm(x, w.transpose(1, 2))
+
+
+class Layer(nn.Module):
+    """One layer of `kind` for every seed; the tensors hold seeds along dimension 0."""
+
+    def __init__(self, kind: str, fan_in: int, fan_out: int, seeds_generators: list):
+        super().__init__()
+        self.kind = kind
+        shape = (fan_out, fan_in)
+        if kind in ("nac", "nac_mul", "nalu"):
+            r = nac_init_radius(fan_in, fan_out)
+            w_hat, m_hat, g = [], [], []
+            for gen in seeds_generators:  # per-seed order: W^, M^, (G)
+                w_hat.append(_uniform(shape, r, gen))
+                m_hat.append(_uniform(shape, r, gen))
+                if kind == "nalu":  # xavier_uniform with gain calculate_gain('sigmoid') = 1
+                    g.append(_uniform(shape, math.sqrt(6 / (fan_in + fan_out)), gen))
+            self.w_hat = nn.Parameter(torch.stack(w_hat))
+            self.m_hat = nn.Parameter(torch.stack(m_hat))
+            if kind == "nalu":
+                self.gate = nn.Parameter(torch.stack(g))
+        elif kind == "linear":
+            bound = math.sqrt(6 / (fan_in + fan_out))  # xavier_uniform, gain 1; bias starts at zero
+            self.weight = nn.Parameter(torch.stack([_uniform(shape, bound, gen) for gen in seeds_generators]))
+            self.bias = nn.Parameter(torch.zeros(len(seeds_generators), fan_out))
+        else:
+            raise ValueError(f"unknown layer kind '{kind}'")
+
+    def effective_weight(self):
+        """The weight matrix whose sparsity error is logged: W = tanh(W^) sig(M^), or the linear W."""
+        if self.kind == "linear":
+            return self.weight
+        return torch.tanh(self.w_hat) * torch.sigmoid(self.m_hat)
+
+    def forward(self, x):
+        if self.kind == "linear":
+            return _matmul(x, self.weight) + self.bias[:, None, :]
+        w = self.effective_weight()
+        if self.kind == "nac":
+            return _matmul(x, w)
+        log_x = torch.log(torch.abs(x) + EPS)
+        if self.kind == "nac_mul":
+            return torch.exp(_matmul(log_x, w))
+        gate = torch.sigmoid(_matmul(x, self.gate))  # input-dependent gate, no bias
+        add = _matmul(x, w)
+        mul = torch.exp(_matmul(log_x, w))  # same W as the additive path
+        return gate * add + (1 - gate) * mul
+
+
+class BatchedNetwork(nn.Module):
+    """input -> layer 1 -> hidden -> layer 2 -> 1, for every seed at once."""
+
+    def __init__(self, model: str, input_size: int, hidden_size: int, seeds: list[int]):
+        super().__init__()
+        if model not in MODELS:
+            raise ValueError(f"unknown model '{model}' (known: {', '.join(MODELS)})")
+        _, kind1, kind2 = MODELS[model]
+        generators = [torch_generator(s) for s in seeds]
+        self.layer1 = Layer(kind1, input_size, hidden_size, generators)
+        self.layer2 = Layer(kind2, hidden_size, 1, generators)
+
+    def forward(self, x):
+        """x: (seeds, batch, input) or a shared (batch, input); returns (seeds, batch)."""
+        return self.layer2(self.layer1(x))[..., 0]
+
+    @torch.no_grad()
+    def sparsity_error(self):
+        """(seeds,) max over layers of max_i min(|W_i|, |1 - |W_i||); NALU gates and biases excluded."""
+        errors = []
+        for layer in (self.layer1, self.layer2):
+            w = layer.effective_weight().abs()
+            errors.append(torch.minimum(w, (1 - w).abs()).flatten(1).amax(1))
+        return torch.stack(errors).amax(0)

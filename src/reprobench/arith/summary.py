@@ -1,0 +1,69 @@
+"""From curves to numbers: per-run summaries (model selection, success, solved-at, sparsity) and group stats.
+
+Per run (specs/arith.md, section 3, "Model selection" and "Success"):
+- selected step: lowest validation MSE within the selection window (faithful: the last `window`
+  evaluations, as the R scripts; corrected: every evaluation after step 0, so that the 10e6/15e6-step
+  input-size runs are selected over their whole run);
+- solved: test MSE at the selected step below the variant's threshold (NaN counts as failure);
+- solved at: first evaluated step whose test MSE is below the threshold (used for solved runs only);
+- sparsity error at the selected step.
+Per group: Wilson interval for success; gamma profile interval for solved-at; beta profile interval for
+sparsity, with the R bug kept in `faithful` and fixed in `corrected` (core.stats.beta_mean).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from reprobench.core import stats
+
+VARIANTS = ("faithful", "corrected")
+GROUP_KEYS = ["experiment", "model", "operation", "input_size", "hidden_size", "overlap", "subset",
+              "interpolation", "extrapolation"]
+
+
+def summarise_run(curve: pd.DataFrame, threshold: float, variant: str, window: int) -> dict:
+    wide = curve[curve["split"].isin(["valid", "test", "weights"])].pivot_table(
+        index="step", columns="split", values="value", aggfunc="first", dropna=False).sort_index()
+    out = {"n_evals": len(wide), "best_step": math.nan, "valid_at_best": math.nan, "test_at_best": math.nan,
+           "sparsity_at_best": math.nan, "solved": False, "solved_at": math.nan}
+    if wide.empty:
+        return out
+    candidates = wide.tail(window) if variant == "faithful" else wide[wide.index > 0]
+    valid = candidates["valid"].dropna()
+    if not valid.empty:
+        best = valid.idxmin()
+        out.update(best_step=int(best), valid_at_best=float(wide.at[best, "valid"]),
+                   test_at_best=float(wide.at[best, "test"]), sparsity_at_best=float(wide.at[best, "weights"]))
+        out["solved"] = bool(out["test_at_best"] < threshold)  # NaN compares False
+    below = wide.index[(wide["test"] < threshold).to_numpy()]
+    if len(below):
+        out["solved_at"] = int(below[0])
+    return out
+
+
+def group_statistics(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (setting, variant): success with Wilson CI, solved-at median and gamma mean with CI,
+    sparsity error with beta CI. `runs` has one row per (run, variant) as written by the aggregate stage."""
+    rows = []
+    for key, g in runs.groupby(GROUP_KEYS + ["variant"], sort=False, dropna=False):
+        row = dict(zip(GROUP_KEYS + ["variant"], key))
+        n, k = len(g), int(g["solved"].sum())
+        solved = g[g["solved"]]
+        success = stats.wilson(k, n)
+        solved_at = stats.gamma_mean(solved["solved_at"].to_numpy(float))
+        sparsity = stats.beta_mean(solved["sparsity_at_best"].to_numpy(float), faithful=row["variant"] == "faithful")
+        row.update(n_runs=n, n_solved=k, n_crashed=int(g["crashed"].sum()),
+                   success=success.mean, success_low=success.low, success_high=success.high,
+                   solved_at_median=float(np.median(solved["solved_at"])) if k else math.nan,
+                   solved_at_mean=solved_at.mean, solved_at_low=solved_at.low, solved_at_high=solved_at.high,
+                   solved_at_method=solved_at.method,
+                   sparsity_error=sparsity.mean, sparsity_low=sparsity.low, sparsity_high=sparsity.high,
+                   sparsity_method=sparsity.method,
+                   threshold=float(g["threshold"].iloc[0]), iterations=int(g["iterations"].max()),
+                   scale=str(g["scale"].iloc[0]))
+        rows.append(row)
+    return pd.DataFrame(rows)

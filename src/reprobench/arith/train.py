@@ -1,0 +1,163 @@
+"""Batched training of every seed of one setting (specs/arith.md, section 3).
+
+Adam (lr 1e-3, defaults otherwise) on plain MSE, a fresh batch of 128 per step, iterations + 1 steps.
+Every `eval_every` steps, before that step's update, the validation (interpolation) and test
+(extrapolation) MSE and the sparsity error are recorded; the training loss of that step's batch too.
+A seed whose loss turns NaN is ended, as the reference did, and keeps the curve it had.
+
+Long runs write a checkpoint every few minutes (atomically) and resume from it; because the training
+stream is a pure function of (seed, step), a resumed run is identical to an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from reprobench.arith import data
+from reprobench.arith.grid import Setting
+from reprobench.arith.models import BatchedNetwork
+from reprobench.core.atomic import atomic_path
+from reprobench.core.progress import Progress, log
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    iterations: int = 5_000_000
+    batch_size: int = 128
+    learning_rate: float = 1e-3
+    eval_every: int = 1000
+    validation_size: int = 10_000
+    test_size: int = 10_000
+
+
+class SeedBatch:
+    """The data side of one setting for a list of seeds: subset masks, stream keys, fixed sets."""
+
+    def __init__(self, setting: Setting, seeds: list[int], cfg: TrainConfig, device):
+        draws = [data.dataset_rng(s, setting.input_size, setting.subset, setting.overlap) for s in seeds]
+        self.subsets = [d[0] for d in draws]
+        self.masks = torch.tensor(data.subset_masks(self.subsets, setting.input_size), device=device)  # float64
+        self.keys = torch.tensor([d[1] for d in draws], dtype=torch.int64, device=device)
+        self.setting, self.cfg, self.device = setting, cfg, device
+        self.index = data.stream_index(cfg.batch_size, setting.input_size, device)
+        masks = self.masks.cpu().numpy()
+        self.eval_sets = {}
+        for split, fork_seed, size, (low, high) in (
+                ("valid", data.VALIDATION_FORK_SEED, cfg.validation_size, setting.interpolation),
+                ("test", data.TEST_FORK_SEED, cfg.test_size, setting.extrapolation)):
+            x = data.fixed_set(fork_seed, size, setting.input_size, low, high)
+            t = data.targets(x, masks, setting.operation)
+            self.eval_sets[split] = (torch.tensor(x, dtype=torch.float32, device=device),
+                                     torch.tensor(t, dtype=torch.float32, device=device))
+
+    def batch(self, step: int):
+        """x (seeds, batch, input) float32 and the float32 targets, computed in float64 from x."""
+        low, high = self.setting.interpolation
+        x = data.uniform_stream(self.keys, step, self.cfg.batch_size, self.setting.input_size, low, high, self.index)
+        ab = torch.einsum("sbi,sji->sjb", x.double(), self.masks)
+        return x, data.apply_operation(self.setting.operation, ab[:, 0], ab[:, 1]).float()
+
+
+@dataclasses.dataclass
+class State:
+    """Everything a checkpoint holds besides the model and optimiser."""
+
+    step: int
+    alive: np.ndarray  # (seeds,) bool: not yet ended by a NaN
+    ended_at: np.ndarray  # (seeds,) int64: evaluation step at which a NaN was found, -1 if none
+    records: list  # [(step, split, metric, values (seeds,) float64, mask (seeds,) bool)]
+
+
+def _save_checkpoint(path: Path, net, opt, state: State, identity: dict) -> None:
+    with atomic_path(path, suffix=".pt") as tmp:
+        torch.save({"identity": identity, "model": net.state_dict(), "optimizer": opt.state_dict(),
+                    "state": dataclasses.asdict(state)}, tmp)
+
+
+def _load_checkpoint(path: Path, net, opt, identity: dict) -> State | None:
+    if not path.exists():
+        return None
+    blob = torch.load(path, map_location="cpu", weights_only=False)
+    if blob.get("identity") != identity:
+        log(f"checkpoint {path} belongs to another run configuration; starting over")
+        return None
+    net.load_state_dict(blob["model"])
+    opt.load_state_dict(blob["optimizer"])
+    log(f"resuming from checkpoint {path} at step {blob['state']['step']}")
+    return State(**blob["state"])
+
+
+def train(setting: Setting, seeds: list[int], cfg: TrainConfig, device, checkpoint: str | None = None,
+          checkpoint_every_s: float = 600.0, progress: bool = True) -> tuple[dict, State]:
+    """Train all `seeds` of `setting` together; returns ({seed: curve columns}, final state)."""
+    torch_device = torch.device(device)
+    batch = SeedBatch(setting, seeds, cfg, torch_device)
+    net = BatchedNetwork(setting.model, setting.input_size, setting.hidden_size, seeds).to(torch_device)
+    opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
+    identity = {"setting": setting.record(), "seeds": list(seeds), "config": dataclasses.asdict(cfg)}
+    ckpt = Path(checkpoint) if checkpoint else None
+    state = (_load_checkpoint(ckpt, net, opt, identity) if ckpt else None) or State(
+        step=0, alive=np.ones(len(seeds), bool), ended_at=np.full(len(seeds), -1), records=[])
+    nan_seen = torch.tensor(~state.alive, device=torch_device)
+    bar = Progress(cfg.iterations + 1 - state.step, f"{setting.model}/{setting.experiment} x{len(seeds)} seeds") \
+        if progress else None
+    last_save, since = time.monotonic(), state.step
+
+    for step in range(state.step, cfg.iterations + 1):
+        evaluate = step % cfg.eval_every == 0
+        if evaluate:
+            newly = nan_seen.cpu().numpy() & state.alive
+            state.ended_at[newly] = step
+            state.alive &= ~newly
+            if not state.alive.any():
+                break
+            with torch.no_grad():
+                for split, (x, t) in batch.eval_sets.items():
+                    mse = ((net(x) - t) ** 2).mean(1)
+                    state.records.append((step, split, "mse", mse.double().cpu().numpy(), state.alive.copy()))
+                state.records.append((step, "weights", "sparsity_error", net.sparsity_error().double().cpu().numpy(),
+                                      state.alive.copy()))
+        x, t = batch.batch(step)
+        per_seed = ((net(x) - t) ** 2).mean(1)
+        nan_seen |= torch.isnan(per_seed)
+        loss = torch.where(nan_seen, torch.zeros_like(per_seed), per_seed).sum()  # each seed's own gradient
+        if evaluate:
+            state.records.append((step, "train", "loss", per_seed.detach().double().cpu().numpy(), state.alive.copy()))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if evaluate and bar is not None:
+            bar.update(step + 1 - since, f"alive {int(state.alive.sum())}/{len(seeds)}")
+            since = step + 1
+            if ckpt and time.monotonic() - last_save > checkpoint_every_s:
+                state.step = step + 1
+                _save_checkpoint(ckpt, net, opt, state, identity)
+                last_save = time.monotonic()
+    else:
+        step = cfg.iterations + 1
+    state.step = step
+    if bar is not None:
+        bar.update(max(0, cfg.iterations + 1 - since))
+        bar.close()
+    return _curves(seeds, state), state
+
+
+def _curves(seeds: list[int], state: State) -> dict:
+    """Per-seed tidy columns from the batched records, keeping only the steps where the seed was alive."""
+    out = {}
+    for i, seed in enumerate(seeds):
+        rows = [(step, split, metric, float(values[i])) for step, split, metric, values, mask in state.records if mask[i]]
+        out[seed] = {"seed": [seed] * len(rows), "step": [r[0] for r in rows], "split": [r[1] for r in rows],
+                     "metric": [r[2] for r in rows], "value": [r[3] for r in rows]}
+    return out
+
+
+def remove_checkpoint(path: str | None) -> None:
+    if path and os.path.exists(path):
+        os.unlink(path)

@@ -1,0 +1,1 @@
+"""What every benchmark shares: curve files, provenance, seeding, device, statistics, plots, tables."""

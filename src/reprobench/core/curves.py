@@ -1,0 +1,90 @@
+"""Curve files: one tidy Parquet file per run, with the run's identity and provenance in its metadata.
+
+Rows are (seed, step, split, metric, value). The run's identity is also in the path
+(`experiment=<e>/model=<m>/<setting keys>/seed=<s>.parquet`, hive style, so that a whole folder reads
+as one dataset) and, with everything needed to trust a number, in the schema metadata under the key
+`reprobench`. A reader that finds a file without it, or with another schema, stops and names the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from reprobench.core.atomic import atomic_path
+from reprobench.core.errors import CurveFileError
+from reprobench.core.provenance import base_record
+
+METADATA_KEY = b"reprobench"
+CURVE_SCHEMA = pa.schema([
+    pa.field("seed", pa.int64(), nullable=False),
+    pa.field("step", pa.int64(), nullable=False),
+    pa.field("split", pa.string(), nullable=False),
+    pa.field("metric", pa.string(), nullable=False),
+    pa.field("value", pa.float64(), nullable=True),
+])
+# What a curve file's metadata must hold (DESIGN.md, "Curve files").
+REQUIRED_FIELDS = ("paper", "experiment", "model", "setting", "seed", "scale", "variant", "config",
+                   "package_version", "git_commit", "libraries", "device", "wall_time_s", "start", "end", "host")
+
+
+def provenance(**fields) -> dict:
+    """The metadata record of one run: the caller's identity fields plus code, library and host versions."""
+    record = base_record()
+    record.update(fields)
+    missing = [k for k in REQUIRED_FIELDS if k not in record]
+    if missing:
+        raise ValueError(f"provenance lacks {missing}")
+    return record
+
+
+def write_table(table: pa.Table, path: str | os.PathLike, record: dict) -> None:
+    """Write any Parquet table atomically with `record` as its metadata (byte-stable for equal input)."""
+    meta = dict(table.schema.metadata or {})
+    meta[METADATA_KEY] = json.dumps(record, sort_keys=True, default=str).encode()
+    table = table.replace_schema_metadata(meta)
+    with atomic_path(path, suffix=".parquet") as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+
+
+def write_curve(rows: dict, path: str | os.PathLike, record: dict) -> None:
+    """`rows` maps column name to a sequence; columns follow CURVE_SCHEMA."""
+    table = pa.table({f.name: pa.array(rows[f.name], type=f.type) for f in CURVE_SCHEMA}, schema=CURVE_SCHEMA)
+    write_table(table, path, record)
+
+
+def read_metadata(path: str | os.PathLike) -> dict:
+    """The provenance record of a Parquet file written by this package; a clear error otherwise."""
+    path = Path(path)
+    if not path.exists():
+        raise CurveFileError(path, "does not exist")
+    try:
+        schema = pq.read_schema(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise CurveFileError(path, f"is not a readable Parquet file ({exc})") from exc
+    raw = (schema.metadata or {}).get(METADATA_KEY)
+    if raw is None:
+        raise CurveFileError(path, "has no reprobench provenance metadata")
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise CurveFileError(path, f"has corrupt provenance metadata ({exc})") from exc
+
+
+def read_curve(path: str | os.PathLike):
+    """Read a curve file into a pandas DataFrame (columns of CURVE_SCHEMA); returns (frame, record)."""
+    record = read_metadata(path)
+    try:
+        table = pq.read_table(path, partitioning=None)
+    except (pa.ArrowException, OSError) as exc:
+        raise CurveFileError(path, f"is not a readable Parquet file ({exc})") from exc
+    if not table.schema.remove_metadata().equals(CURVE_SCHEMA):
+        raise CurveFileError(path, f"has schema {table.schema.remove_metadata()} instead of the curve schema")
+    missing = [k for k in REQUIRED_FIELDS if k not in record]
+    if missing:
+        raise CurveFileError(path, f"provenance lacks {missing}")
+    return table.to_pandas(), record
