@@ -10,6 +10,8 @@ SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
 # Jobs (local, conda or Slurm) import the package from this checkout, whatever environment runs them.
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p)
+# ...with the interpreter that runs Snakemake (its virtual environment), unless a conda env is activated on top.
+os.environ["PATH"] = os.pathsep.join((os.path.dirname(sys.executable), os.environ.get("PATH", "")))
 
 from reprobench.core.errors import ConfigError  # noqa: E402
 from reprobench.arith import grid as arith_grid  # noqa: E402

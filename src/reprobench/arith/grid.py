@@ -107,9 +107,15 @@ def seeds(arith: dict, experiment: str) -> list[int]:
 
 
 def iterations(arith: dict, setting: Setting) -> int:
-    """Optimiser steps minus one (the reference loops over range(iterations + 1))."""
-    longer = {int(k): int(v) for k, v in (arith.get("long_iterations") or {}).items()}
-    return longer.get(setting.input_size, int(arith["iterations"]))
+    """Optimiser steps minus one (the reference loops over range(iterations + 1)), per experiment; the
+    input-size sweep's large inputs train longer (sweeps.long_iterations)."""
+    if setting.experiment == "operations":
+        return int(arith["operations"]["iterations"])
+    longer = {int(n): int(entry["iterations"]) for entry in arith["sweeps"].get("long_iterations") or []
+              for n in entry["input_sizes"]}
+    if setting.experiment == "input_size" and setting.input_size in longer:
+        return longer[setting.input_size]
+    return int(arith["sweeps"]["iterations"])
 
 
 def expected_curves(arith: dict) -> list[str]:

@@ -45,13 +45,17 @@ def nac_init_radius(fan_in: int, fan_out: int) -> float:
 
 
 def _uniform(shape, bound, generator):
-    return (torch.rand(shape, generator=generator, dtype=torch.float64) * 2 - 1).mul_(bound).float()
+    """U[-bound, bound], drawn in float64 (cast by the network to its dtype)."""
+    return (torch.rand(shape, generator=generator, dtype=torch.float64) * 2 - 1).mul_(bound)
 
 
 def _matmul(x, w):
-    """x (seeds, batch, in) or shared (batch, in), w (seeds, out, in) -> (seeds, batch, out)."""
+    """x (seeds, batch, in) or shared (batch, in), w (seeds, out, in) -> (seeds, batch, out).
+
+    Always bmm: its result for one seed is bit-identical whatever the number of seeds (einsum's is not),
+    so a seed's curve does not depend on which seeds share its batch."""
     if x.dim() == 2:
-        return torch.einsum("bi,soi->sbo", x, w)
+        x = x.expand(w.shape[0], *x.shape).contiguous()  # stride-0 batches take another bmm path
     return torch.bmm(x, w.transpose(1, 2))
 
 
@@ -77,7 +81,7 @@ class Layer(nn.Module):
         elif kind == "linear":
             bound = math.sqrt(6 / (fan_in + fan_out))  # xavier_uniform, gain 1; bias starts at zero
             self.weight = nn.Parameter(torch.stack([_uniform(shape, bound, gen) for gen in seeds_generators]))
-            self.bias = nn.Parameter(torch.zeros(len(seeds_generators), fan_out))
+            self.bias = nn.Parameter(torch.zeros(len(seeds_generators), fan_out, dtype=torch.float64))
         else:
             raise ValueError(f"unknown layer kind '{kind}'")
 
@@ -105,7 +109,7 @@ class Layer(nn.Module):
 class BatchedNetwork(nn.Module):
     """input -> layer 1 -> hidden -> layer 2 -> 1, for every seed at once."""
 
-    def __init__(self, model: str, input_size: int, hidden_size: int, seeds: list[int]):
+    def __init__(self, model: str, input_size: int, hidden_size: int, seeds: list[int], dtype=torch.float32):
         super().__init__()
         if model not in MODELS:
             raise ValueError(f"unknown model '{model}' (known: {', '.join(MODELS)})")
@@ -113,6 +117,7 @@ class BatchedNetwork(nn.Module):
         generators = [torch_generator(s) for s in seeds]
         self.layer1 = Layer(kind1, input_size, hidden_size, generators)
         self.layer2 = Layer(kind2, hidden_size, 1, generators)
+        self.to(dtype)
 
     def forward(self, x):
         """x: (seeds, batch, input) or a shared (batch, input); returns (seeds, batch)."""

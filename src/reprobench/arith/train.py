@@ -34,6 +34,11 @@ class TrainConfig:
     eval_every: int = 1000
     validation_size: int = 10_000
     test_size: int = 10_000
+    dtype: str = "float32"  # the reference's precision; float64 for numerical checks
+
+    @property
+    def torch_dtype(self):
+        return getattr(torch, self.dtype)
 
 
 class SeedBatch:
@@ -53,15 +58,25 @@ class SeedBatch:
                 ("test", data.TEST_FORK_SEED, cfg.test_size, setting.extrapolation)):
             x = data.fixed_set(fork_seed, size, setting.input_size, low, high)
             t = data.targets(x, masks, setting.operation)
-            self.eval_sets[split] = (torch.tensor(x, dtype=torch.float32, device=device),
-                                     torch.tensor(t, dtype=torch.float32, device=device))
+            self.eval_sets[split] = (torch.tensor(x, dtype=cfg.torch_dtype, device=device),
+                                     torch.tensor(t, dtype=cfg.torch_dtype, device=device))
 
     def batch(self, step: int):
-        """x (seeds, batch, input) float32 and the float32 targets, computed in float64 from x."""
+        """x (seeds, batch, input) and the targets, computed in float64 from x, in the run's dtype."""
         low, high = self.setting.interpolation
         x = data.uniform_stream(self.keys, step, self.cfg.batch_size, self.setting.input_size, low, high, self.index)
-        ab = torch.einsum("sbi,sji->sjb", x.double(), self.masks)
-        return x, data.apply_operation(self.setting.operation, ab[:, 0], ab[:, 1]).float()
+        ab = (x.double()[:, None, :, :] * self.masks[:, :, None, :]).sum(-1)  # (seeds, 2, batch)
+        t = data.apply_operation(self.setting.operation, ab[:, 0], ab[:, 1])
+        return x.to(self.cfg.torch_dtype), t.to(self.cfg.torch_dtype)
+
+    def evaluate(self, net, split: str, chunk: int = 1000):
+        """(seeds,) MSE on a fixed set, in row chunks so that memory stays small for many seeds."""
+        x, t = self.eval_sets[split]
+        total = torch.zeros(t.shape[0], dtype=torch.float64, device=t.device)
+        for start in range(0, x.shape[0], chunk):
+            err = net(x[start:start + chunk]) - t[:, start:start + chunk]
+            total += (err.double() ** 2).sum(1)
+        return total / x.shape[0]
 
 
 @dataclasses.dataclass
@@ -98,7 +113,7 @@ def train(setting: Setting, seeds: list[int], cfg: TrainConfig, device, checkpoi
     """Train all `seeds` of `setting` together; returns ({seed: curve columns}, final state)."""
     torch_device = torch.device(device)
     batch = SeedBatch(setting, seeds, cfg, torch_device)
-    net = BatchedNetwork(setting.model, setting.input_size, setting.hidden_size, seeds).to(torch_device)
+    net = BatchedNetwork(setting.model, setting.input_size, setting.hidden_size, seeds, cfg.torch_dtype).to(torch_device)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
     identity = {"setting": setting.record(), "seeds": list(seeds), "config": dataclasses.asdict(cfg)}
     ckpt = Path(checkpoint) if checkpoint else None
@@ -118,9 +133,9 @@ def train(setting: Setting, seeds: list[int], cfg: TrainConfig, device, checkpoi
             if not state.alive.any():
                 break
             with torch.no_grad():
-                for split, (x, t) in batch.eval_sets.items():
-                    mse = ((net(x) - t) ** 2).mean(1)
-                    state.records.append((step, split, "mse", mse.double().cpu().numpy(), state.alive.copy()))
+                for split in batch.eval_sets:
+                    mse = batch.evaluate(net, split)
+                    state.records.append((step, split, "mse", mse.cpu().numpy(), state.alive.copy()))
                 state.records.append((step, "weights", "sparsity_error", net.sparsity_error().double().cpu().numpy(),
                                       state.alive.copy()))
         x, t = batch.batch(step)
@@ -132,10 +147,11 @@ def train(setting: Setting, seeds: list[int], cfg: TrainConfig, device, checkpoi
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        if evaluate and bar is not None:
-            bar.update(step + 1 - since, f"alive {int(state.alive.sum())}/{len(seeds)}")
-            since = step + 1
-            if ckpt and time.monotonic() - last_save > checkpoint_every_s:
+        if evaluate:
+            if bar is not None:
+                bar.update(step + 1 - since, f"alive {int(state.alive.sum())}/{len(seeds)}")
+                since = step + 1
+            if ckpt and time.monotonic() - last_save >= checkpoint_every_s:
                 state.step = step + 1
                 _save_checkpoint(ckpt, net, opt, state, identity)
                 last_save = time.monotonic()

@@ -6,8 +6,6 @@ import collections
 import os
 from pathlib import Path
 
-import pandas as pd
-
 from reprobench.core.atomic import write_text
 
 TITLES = {
@@ -34,6 +32,8 @@ def _benchmark(path: str) -> str:
 
 
 def comparison_summary(path: str) -> str:
+    import pandas as pd
+
     frame = pd.read_csv(path)
     lines = ["| variant | result | numbers compared | within | outside | no interval |", "|---|---|---|---|---|---|"]
     for (variant, result), g in frame.groupby(["variant", "result"], sort=False):

@@ -1,0 +1,115 @@
+"""The Snakemake workflow: dry-runs of the default and the cluster plan, bad configs, a tiny end-to-end run."""
+
+import re
+import shutil
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import ROOT, run_snakemake
+from reprobench.core.curves import read_curve
+
+SNAKEFILE = str(ROOT / "Snakefile")
+CURVE = re.compile(r"results/arith/curves/[^,\s]+?\.parquet")
+
+
+def planned_curves(output: str) -> set[str]:
+    return set(CURVE.findall(output))
+
+
+def write_config(workdir, edit):
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    edit(config)
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+def test_default_config_plans_every_run_of_the_small_grid(workdir):
+    out = run_snakemake(["-n", "--snakefile", SNAKEFILE, "--cores", "2"], cwd=workdir).stdout
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())["arith"]
+    settings_sweeps = sum(len(config["sweeps"][k]) for k in ("input_size", "hidden_size", "overlap", "subset", "range"))
+    n_sweep_jobs = settings_sweeps * len(config["sweeps"]["models"])
+    n_cells = sum(len(m) for m in config["operations"]["cells"].values())
+    assert re.search(rf"arith_train_operations\s+{n_cells}\b", out)
+    assert re.search(rf"arith_train_sweep\s+{n_sweep_jobs}\b", out)
+    assert len(planned_curves(out)) == n_cells * config["operations"]["seeds"] + n_sweep_jobs * config["sweeps"]["seeds"]
+    assert re.search(r"arith_threshold\s+29\b", out)  # distinct (operation, n, subset, overlap, test range)
+
+
+def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
+    shutil.copy(ROOT / "paper.yaml", workdir / "paper.yaml")
+    shutil.copytree(ROOT / "slurm", workdir / "slurm")
+    proc = run_snakemake(["-n", "--profile", "slurm", "--snakefile", SNAKEFILE], cwd=workdir)
+    out = proc.stdout + proc.stderr
+    assert "Using profile slurm" in out
+    curves = planned_curves(out)
+    assert len(curves) == 4800  # 1000 (table, seeds 0-99) + 3800 (sweeps, seeds 0-49)
+    assert sum("experiment=operations/" in c for c in curves) == 1000
+    assert max(int(re.search(r"seed=(\d+)", c).group(1)) for c in curves) == 99
+    assert re.search(r"arith_train_operations\s+10\b", out) and re.search(r"arith_train_sweep\s+76\b", out)
+    assert "Group job arith_gpu" in out and "gpu=1" in out
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda c: c["arith"]["operations"]["cells"].update(pow=["nalu"]), ["pow"]),
+    (lambda c: c["arith"]["operations"].update(seeds=-3), ["seeds", "-3"]),
+    (lambda c: c["arith"]["sweeps"].update(subset=[0.75]), ["arith.sweeps.subset", "subset=0.75", "113 positions"]),
+    (lambda c: c["arith"]["sweeps"].update(models=["lstm"]), ["lstm"]),
+])
+def test_bad_config_stops_with_a_message_naming_the_key(workdir, edit, words):
+    write_config(workdir, edit)
+    proc = run_snakemake(["-n", "--snakefile", SNAKEFILE, "--cores", "1"], cwd=workdir, check=False)
+    assert proc.returncode != 0
+    message = proc.stdout + proc.stderr
+    for word in words:
+        assert word in message, message[-2000:]
+    assert not (workdir / "results").exists()
+
+
+def tiny(config):
+    a = config["arith"]
+    a.update(eval_every=50, selection_window=4, validation_size=500, test_size=500)
+    a["threshold"]["samples"] = 20000
+    a["operations"].update(seeds=2, iterations=1500, cells={"sub": ["nac_add"], "mul": ["nac_mul", "nalu"]})
+    a["sweeps"].update(seeds=2, iterations=100, models=["nac_mul", "nalu"], input_size=[4, 10], hidden_size=[2, 3],
+                       overlap=[0.5], subset=[0.25], range=a["sweeps"]["range"][:2])
+
+
+@pytest.mark.slow
+def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(workdir):
+    write_config(workdir, tiny)
+    run_snakemake(["--snakefile", SNAKEFILE, "--cores", "2"], cwd=workdir)
+    results = workdir / "results"
+    for name in ("arith/tables/operations.md", "arith/tables/operations.csv", "arith/tables/operations.tex",
+                 "arith/figures/parameters.png", "arith/figures/parameters.pdf", "arith/comparison.csv", "report.md"):
+        assert (results / name).stat().st_size > 0, name
+    table = (results / "arith/tables/operations.md").read_text()
+    assert "| − | NAC+ | faithful |" in table and "NAC•" in table and "Scale: small" in table
+    comparison = pd.read_csv(results / "arith/comparison.csv")
+    for column in ("benchmark", "result", "row", "metric", "published", "published_low", "published_high",
+                   "reproduced", "reproduced_low", "reproduced_high", "n_runs", "scale", "variant", "within"):
+        assert column in comparison.columns
+    assert set(comparison["variant"]) == {"faithful", "corrected"}
+    success = comparison[(comparison["row"] == "sub/NAC+") & (comparison["metric"] == "success")]
+    assert len(success) == 2 and (success["n_runs"] == 2).all()
+    assert "arith" in (results / "report.md").read_text()
+    # Curves: one file per seed, readable, with provenance, hive-readable as one dataset.
+    curve_files = sorted((results / "arith/curves").rglob("*.parquet"))
+    assert len(curve_files) == 3 * 2 + (2 + 2 + 1 + 1 + 2) * 2 * 2  # cells x seeds + sweep settings x models x seeds
+    frame, record = read_curve(curve_files[0])
+    assert record["scale"] == "small" and record["paper"] == "madsen2019-arith" and len(frame) > 0
+    dataset = pd.read_parquet(results / "arith/curves")
+    assert {"experiment", "model", "seed", "step", "metric", "value"} <= set(dataset.columns)
+    # Nothing half-written anywhere.
+    assert not [p for p in results.rglob(".*") if p.is_file()]
+    # Rendering is byte-stable: remake the figure and table, compare bytes.
+    before = {p: (results / p).read_bytes() for p in ("arith/figures/parameters.png", "arith/figures/parameters.pdf",
+                                                      "arith/tables/operations.tex")}
+    run_snakemake(["--snakefile", SNAKEFILE, "--cores", "2", "--forcerun", "arith_figure", "arith_table"], cwd=workdir)
+    for p, data in before.items():
+        assert (results / p).read_bytes() == data, p
+    # A single figure is rebuilt by naming its file.
+    (results / "arith/figures/parameters.png").unlink()
+    out = run_snakemake(["--snakefile", SNAKEFILE, "--cores", "1", "results/arith/figures/parameters.png"], cwd=workdir)
+    assert "arith_train" not in out.stdout + out.stderr.split("Job stats")[-1].split("Reasons")[0]
+    assert (results / "arith/figures/parameters.png").exists()
