@@ -14,3 +14,11 @@ def test_conda_environment_matches_constraints():
         assert pins[name] == version, name
     assert pins["torch"] == "2.13.0" and pins["snakemake"] == "9.27.1"
     assert pins["snakemake-executor-plugin-slurm"] == "2.8.0"
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("<!-- test-command: .ci/run runs exactly this line -->", 1)[1]
+    command = block.split("```bash\n", 1)[1].split("\n", 1)[0]
+    assert command.endswith("python -m pytest")
+    assert command in (ROOT / ".ci/run").read_text().splitlines()
