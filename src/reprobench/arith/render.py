@@ -78,6 +78,9 @@ def operations_table(groups: pd.DataFrame, stem: str) -> list[str]:
             values = frame[col].to_numpy(float)
             if np.all(np.isnan(values)):
                 continue
+            finite = values[~np.isnan(values)]
+            if len(values) > 1 and len(finite) == len(values) and np.all(finite == finite[0]):
+                continue  # everyone ties: nothing is best
             target = best(values)
             bold |= {(faithful_rows[i], column_index) for i, v in enumerate(values) if v == target}
     scale = groups["scale"].iloc[0] if len(groups) else "?"
@@ -96,6 +99,12 @@ def _sweep_key(row) -> str:
     return fmt(row[row["experiment"]])
 
 
+def _dodge(x: np.ndarray, index: int, count: int, log: bool, span: float) -> np.ndarray:
+    """Shift model `index` of `count` sideways so that equal values stay visible."""
+    shift = (index - (count - 1) / 2) * 0.02
+    return x * 10 ** (shift * span) if log else x + shift * span
+
+
 def parameters_figure(groups: pd.DataFrame, stem: str, variant: str) -> list[str]:
     """3 rows (success, solved at, sparsity error) x 5 sweeps; NAC* and NALU with 95% CIs; published success
     rates overlaid as open markers."""
@@ -104,42 +113,58 @@ def parameters_figure(groups: pd.DataFrame, stem: str, variant: str) -> list[str
     groups = groups[(groups["experiment"] != "operations") & (groups["variant"] == variant)].copy()
     groups["key"] = groups.apply(_sweep_key, axis=1)
     pub = published.parameters_figure()
+    models = list(dict.fromkeys(groups["model"]))
     with plotting.style():
         fig, axes = plt.subplots(3, 5, figsize=(12, 6.4), sharey="row")
         for col, (experiment, label) in enumerate(SWEEP_AXES):
             part = groups[groups["experiment"] == experiment]
             keys = list(dict.fromkeys(part["key"]))
-            categorical = experiment == "range"
-            xs = {k: (i if categorical else float(k)) for i, k in enumerate(keys)}
-            for m_index, model in enumerate(dict.fromkeys(part["model"])):
+            categorical, log = experiment == "range", experiment == "input_size"
+            xs = {k: float(i if categorical else float(k)) for i, k in enumerate(keys)}
+            x = np.array([xs[k] for k in keys])
+            if len(x) == 0:
+                continue
+            span = (np.log10(x.max() / x.min()) if log else x.max() - x.min()) or 1.0
+            for m_index, model in enumerate(models):
                 color = plotting.COLORS[m_index]
                 rows = part[part["model"] == model].set_index("key").reindex(keys)
-                x = np.array([xs[k] for k in keys])
+                xd = _dodge(x, m_index, len(models), log, span)
                 for row_index, metric in enumerate(("success", "solved_at_mean", "sparsity_error")):
                     mean, low, high = (rows[c].to_numpy(float) for c in METRIC_COLUMNS[metric])
                     err = np.vstack([np.nan_to_num(mean - low), np.nan_to_num(high - mean)])
-                    ax = axes[row_index, col]
-                    ax.errorbar(x, mean, yerr=err, color=color, marker="o", capsize=2,
-                                label=display_name(model) if col == 0 and row_index == 0 else None)
+                    axes[row_index, col].errorbar(xd, mean, yerr=err, color=color, marker="o", capsize=2,
+                                                  label=display_name(model) if col == 0 and row_index == 0 else None)
                 p = pub[(pub["experiment"] == experiment) & (pub["model"] == model) & pub["value"].isin(xs)]
-                axes[0, col].plot([xs[v] for v in p["value"]], p["success_rate"], linestyle="none", marker="D",
-                                  markerfacecolor="none", color=color,
-                                  label=f"{display_name(model)} (published)" if col == 0 else None)
+                px = _dodge(np.array([xs[v] for v in p["value"]]), m_index, len(models), log, span)
+                axes[0, col].plot(px, p["success_rate"], linestyle="none", marker="D", markerfacecolor="none",
+                                  color=color, label=f"{display_name(model)} (published)" if col == 0 else None)
             for row_index in range(3):
                 ax = axes[row_index, col]
+                if log:
+                    ax.set_xscale("log")
+                    ax.set_xlim(x.min() / 10 ** (0.08 * span), x.max() * 10 ** (0.08 * span))
+                else:
+                    ax.set_xlim(x.min() - 0.08 * span, x.max() + 0.08 * span)
                 if categorical:
                     ax.set_xticks(range(len(keys)), [f"U[{k.replace('_', ',')}]" for k in keys], rotation=30)
-                if experiment == "input_size":
-                    ax.set_xscale("log")
+                if row_index and part[["solved_at_mean", "sparsity_error"][row_index - 1]].isna().all():
+                    ax.text(0.5, 0.5, "no solved run", transform=ax.transAxes, ha="center", va="center",
+                            color="0.5")
             axes[2, col].set_xlabel(label)
         axes[0, 0].set_ylabel("success rate")
         axes[1, 0].set_ylabel("solved at (step)")
         axes[2, 0].set_ylabel("sparsity error")
         axes[0, 0].set_ylim(-0.05, 1.05)
-        axes[1, 0].set_yscale("symlog", linthresh=1e3)
+        if groups["solved_at_mean"].notna().any():
+            axes[1, 0].set_yscale("log")
+        else:
+            axes[1, 0].set_ylim(0, 1)
+        if groups["sparsity_error"].isna().all():
+            axes[2, 0].set_ylim(0, 0.5)
         scale = groups["scale"].iloc[0] if len(groups) else "?"
         n = int(groups["n_runs"].max()) if len(groups) else 0
-        fig.suptitle(f"Effect of parameters (op = mul; {n} seeds; scale {scale}; variant {variant})")
+        fig.suptitle(f"Effect of parameters (op = mul; {n} seeds; scale {scale}; variant {variant}; "
+                     "open diamonds: published success rates)")
         fig.legend(loc="lower center", ncol=4, bbox_to_anchor=(0.5, -0.03))
         fig.tight_layout(rect=(0, 0.03, 1, 1))
         return plotting.save(fig, stem)

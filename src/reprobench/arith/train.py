@@ -114,7 +114,7 @@ def train(setting: Setting, seeds: list[int], cfg: TrainConfig, device, checkpoi
     torch_device = torch.device(device)
     batch = SeedBatch(setting, seeds, cfg, torch_device)
     net = BatchedNetwork(setting.model, setting.input_size, setting.hidden_size, seeds, cfg.torch_dtype).to(torch_device)
-    opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
+    opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, fused=True)  # one kernel for all parameters
     identity = {"setting": setting.record(), "seeds": list(seeds), "config": dataclasses.asdict(cfg)}
     ckpt = Path(checkpoint) if checkpoint else None
     state = (_load_checkpoint(ckpt, net, opt, identity) if ckpt else None) or State(

@@ -43,8 +43,9 @@ def summarise(path: str) -> tuple[dict, list[str]]:
         info["commits"].add(str(meta.get("git_commit", "?"))[:12])
         info["devices"].add(meta.get("device", "-"))
         info["versions"].add(meta.get("package_version", "?"))
-        info["wall_s"] += float(meta.get("wall_time_s", 0.0)) / max(1, meta.get("config", {}).get("seeds_in_batch", 1)
-                                                                      if isinstance(meta.get("config"), dict) else 1)
+        config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
+        # a batched job's wall time is shared by the seeds trained together
+        info["wall_s"] += float(meta.get("wall_time_s", 0.0)) / max(1, int(config.get("seeds_in_batch", 1)))
         info["last"] = max(info["last"], str(meta.get("end", "")))
     return groups, bad
 
