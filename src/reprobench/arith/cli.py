@@ -143,7 +143,8 @@ def cmd_aggregate(args) -> None:
     bar.close()
     runs = pd.DataFrame(rows)
     meta = {"paper": PAPER, "experiment": args.experiment, "stage": "aggregate", "window": args.window,
-            "n_curves": len(args.curves), **curves.base_record()}
+            "n_curves": len(args.curves), "scale": ",".join(sorted(runs["scale"].unique())),
+            "variant": ",".join(VARIANTS), **curves.base_record()}
     curves.write_table(pa.Table.from_pandas(runs, preserve_index=False), args.out, meta)
     groups = group_statistics(runs)
     curves.write_table(pa.Table.from_pandas(groups, preserve_index=False), args.groups_out, meta | {"stage": "groups"})
