@@ -1,0 +1,44 @@
+"""The vectorised readout against sklearn's SGDClassifier driven as the reference drove it."""
+
+import numpy as np
+import pytest
+import torch
+
+from reprobench.wade import readout
+
+sklearn = pytest.importorskip("sklearn.linear_model")
+preprocessing = pytest.importorskip("sklearn.preprocessing")
+
+
+def reference_curve(train_x, train_y, test_x, test_y):
+    """partial_fit on the first sample, then on chunks of 8 from sample 0; score after each call."""
+    scaler = preprocessing.StandardScaler().fit(train_x)
+    xs, xt = scaler.transform(train_x), scaler.transform(test_x)
+    clf = sklearn.SGDClassifier(loss="log_loss", learning_rate="constant", eta0=1e-3, alpha=1e-3, shuffle=False)
+    classes = np.unique(train_y)
+    curve = []
+    for start, stop in readout.checkpoint_schedule(len(train_x)):
+        clf.partial_fit(xs[start:stop], train_y[start:stop], classes=classes)
+        curve.append(clf.score(xt, test_y))
+    return np.array(curve)
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_matches_sklearn_for_every_model(n_classes):
+    rng = np.random.default_rng(n_classes)
+    models, n, m, f = 3, 61, 40, 30
+    centres = rng.normal(size=(n_classes, f))
+    ytr, yte = rng.integers(0, n_classes, n), rng.integers(0, n_classes, m)
+    xtr = (rng.random((models, n, f)) < 1 / (1 + np.exp(-centres[ytr]))).astype(np.uint8)  # binary features
+    xte = (rng.random((models, m, f)) < 1 / (1 + np.exp(-centres[yte]))).astype(np.uint8)
+    xtr[:, :, 0] = 1  # a constant feature: scale 1, as sklearn
+    ours = readout.fit_and_score(torch.tensor(xtr), torch.tensor(ytr), torch.tensor(xte), torch.tensor(yte),
+                                 classes=list(range(n_classes)), score_block=5)
+    assert ours.shape == (models, readout.n_checkpoints(n))
+    for r in range(models):
+        np.testing.assert_allclose(ours[r].numpy(), reference_curve(xtr[r], ytr, xte[r], yte), atol=1e-12)
+
+
+def test_checkpoint_schedule_sees_sample_zero_twice():
+    assert readout.checkpoint_schedule(17) == [(0, 1), (0, 8), (8, 16), (16, 17)]
+    assert readout.n_checkpoints(17) == 4
