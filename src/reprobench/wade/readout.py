@@ -73,7 +73,7 @@ def fit_and_score(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Te
     for k, (start, stop) in enumerate(schedule):
         for i in range(start, stop):
             x = (train_x[:, i].to(dtype) - mean) / scale  # (models, features)
-            p = torch.einsum("rpf,rf->rp", w, x) + b
+            p = torch.bmm(w, x[:, :, None])[..., 0] + b
             z = p * signs[i]
             dloss = -signs[i] / (torch.exp(z) + 1)  # log loss; exact for |z| large as well
             update = -lr * dloss.clamp(-1e12, 1e12)

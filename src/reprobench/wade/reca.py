@@ -21,12 +21,15 @@ STEPS = 2
 
 
 def step(state: torch.Tensor, rules: torch.Tensor) -> torch.Tensor:
-    """One CA update. state (rules, ..., cells) uint8 in {0, 1}; rules (rules,) int64 rule numbers."""
+    """One CA update. state (rules, ..., cells) uint8 in {0, 1}; rules (rules,) rule numbers 0-255.
+
+    Everything stays in uint8 (a rule number fits in a byte): the neighbourhood code 4 left + 2 centre + right
+    selects the bit of the rule number."""
     left = torch.roll(state, 1, dims=-1)
     right = torch.roll(state, -1, dims=-1)
-    neighbourhood = (left.long() << 2) | (state.long() << 1) | right.long()
+    code = (left << 2) | (state << 1) | right
     shape = (-1,) + (1,) * (state.dim() - 1)
-    return ((rules.view(shape) >> neighbourhood) & 1).to(torch.uint8)
+    return (rules.to(torch.uint8).view(shape) >> code) & 1
 
 
 def evolve(state: torch.Tensor, rules: torch.Tensor, steps: int) -> list[torch.Tensor]:

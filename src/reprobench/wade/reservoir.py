@@ -42,7 +42,7 @@ def supervised_items(dataset: Dataset, feature_fn, train: bool, device) -> tuple
 
 
 def run(dataset: Dataset, model: str, seed: int, rules: list[int] | None = None, rules_per_chunk: int = 32,
-        device="cpu", chunk: int = 8) -> dict:
+        device="cpu", chunk: int = 8, score_block: int = 64) -> dict:
     """{rule (or 'esn'): test-accuracy curve (numpy)} for one seed's data."""
     device = torch.device(device)
     rng = np.random.RandomState(seed)
@@ -67,7 +67,7 @@ def run(dataset: Dataset, model: str, seed: int, rules: list[int] | None = None,
         xte, yte = supervised_items(dataset, fn, False, device)
         xtr, ytr = xtr[:, permutation], ytr[permutation]
         classes = sorted(set(ytr.tolist()))  # the readout knows only classes seen in training
-        acc = readout.fit_and_score(xtr, ytr, xte, yte, classes, chunk=chunk)
+        acc = readout.fit_and_score(xtr, ytr, xte, yte, classes, chunk=chunk, score_block=score_block)
         for k, key in enumerate(keys):
             curves[key] = acc[k].cpu().numpy()
     return curves
