@@ -13,6 +13,7 @@ configfile: "config.yaml"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/arith.smk"
+include: "workflow/rules/wade.smk"
 include: "workflow/rules/report.smk"
 
 

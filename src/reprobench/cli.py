@@ -3,6 +3,7 @@
     reprobench inspect PATH [--config config.yaml]     summarise cached Parquet files
     reprobench report --out results/report.md ...      the Markdown report over all benchmarks
     reprobench arith {threshold,train,aggregate,table,figure,compare} ...
+    reprobench wade {prepare,reservoir,sequence,aggregate,render} ...
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from reprobench.core.errors import ReprobenchError
 
 def build_parser() -> argparse.ArgumentParser:
     from reprobench.arith import cli as arith_cli
+    from reprobench.wade import cli as wade_cli
     from reprobench.core import inspect as inspect_cmd
     from reprobench.core import report as report_cmd
 
@@ -24,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect_cmd.register(sub)
     report_cmd.register(sub)
     arith_cli.register(sub)
+    wade_cli.register(sub)
     return parser
 
 

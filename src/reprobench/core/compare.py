@@ -17,13 +17,13 @@ def _finite(*xs) -> bool:
 
 
 def within(published, published_low, published_high, reproduced, reproduced_low, reproduced_high,
-           tolerance: float = 0.0):
+           tolerance: float = 0.0, spread: str = "95% intervals"):
     """(verdict, criterion). Both intervals known: they overlap. Only ours: the published value, widened by
     `tolerance` (e.g. the accuracy of a value read off a figure), touches our interval. Otherwise: None."""
     if not _finite(published, reproduced):
         return None, "missing value"
     if _finite(published_low, published_high, reproduced_low, reproduced_high):
-        return bool(published_low <= reproduced_high and reproduced_low <= published_high), "95% intervals overlap"
+        return bool(published_low <= reproduced_high and reproduced_low <= published_high), f"{spread} overlap"
     if _finite(reproduced_low, reproduced_high):
         ok = reproduced_low - tolerance <= published <= reproduced_high + tolerance
         return bool(ok), f"published within reproduced 95% interval (+-{tolerance:g})"
@@ -31,9 +31,9 @@ def within(published, published_low, published_high, reproduced, reproduced_low,
 
 
 def row(benchmark, result, row_name, metric, published, published_low, published_high, reproduced, reproduced_low,
-        reproduced_high, n_runs, scale, variant, tolerance: float = 0.0) -> dict:
+        reproduced_high, n_runs, scale, variant, tolerance: float = 0.0, spread: str = "95% intervals") -> dict:
     verdict, criterion = within(published, published_low, published_high, reproduced, reproduced_low,
-                                reproduced_high, tolerance)
+                                reproduced_high, tolerance, spread)
     return dict(benchmark=benchmark, result=result, row=row_name, metric=metric, published=published,
                 published_low=published_low, published_high=published_high, reproduced=reproduced,
                 reproduced_low=reproduced_low, reproduced_high=reproduced_high, n_runs=n_runs, scale=scale,

@@ -1,0 +1,208 @@
+"""The paper's synthetic-task outputs: Table 4 (WADE), Table 5 (accuracy), Table 6 (parameters), Figure 1
+(time to threshold), Figure 3 (learning curves), and the published-vs-reproduced comparison."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from reprobench.core import compare, plotting, tables
+from reprobench.wade import metric, published, sequence_models
+from reprobench.wade.summary import DISPLAY, MODEL_ORDER, best_rules, selected
+from reprobench.wade.tasks import TASKS
+
+TRAINED_NOTE = ("Periodic has only 52 distinct sequences (41 train / 11 test), not 1200 (960/240). ")
+
+
+def _fmt(mean, std):
+    return "—" if pd.isna(mean) else (f"{mean:.2f} ± {std:.2f}" if not pd.isna(std) else f"{mean:.2f}")
+
+
+def _stats(runs: pd.DataFrame, value: str) -> pd.DataFrame:
+    return runs.groupby(["task", "variant", "model"])[value].agg(["mean", lambda x: np.std(x, ddof=0), "count"]) \
+        .set_axis(["mean", "std", "n"], axis=1).reset_index()
+
+
+def _human() -> dict[int, float]:
+    t = published.table4()
+    return {int(r.task_id): r.wade_mean for r in t[t["model"] == "human"].itertuples()}
+
+
+def _write_model_table(stem: str, frame: pd.DataFrame, rules: pd.DataFrame, value_label: str, note: str,
+                       human: dict | None) -> list[str]:
+    header = ["Task", "Variant", *[DISPLAY[m] for m in MODEL_ORDER]] + (["Human (published)"] if human else [])
+    rows, bold = [], set()
+    for task in sorted(frame["task"].unique()):
+        for variant in ("faithful", "corrected"):
+            part = frame[(frame["task"] == task) & (frame["variant"] == variant)].set_index("model")
+            if part.empty:
+                continue
+            rule = rules[(rules["task"] == task) & (rules["variant"] == variant)]
+            cells = []
+            for m in MODEL_ORDER:
+                cell = _fmt(part.at[m, "mean"], part.at[m, "std"]) if m in part.index else "—"
+                if m == "reca" and not rule.empty and m in part.index:
+                    cell += f" (rule {rule['rule_by_accuracy'].iloc[0][4:]})"
+                cells.append(cell)
+            candidates = [m for m in ("reca", "esn", "rnn", "lstm") if m in part.index]  # as the paper: no Transformer
+            if candidates:
+                best = max(candidates, key=lambda m: part.at[m, "mean"])
+                bold.add((len(rows), 2 + MODEL_ORDER.index(best)))
+            label = f"{task} {TASKS[task].pretty}" + (" (52 seqs)" if task == 1 else "")
+            rows.append([label, variant, *cells] + ([_fmt(human.get(task), math.nan) if human.get(task) is not None
+                                                     and not pd.isna(human.get(task)) else "—"] if human else []))
+    data = frame.copy()
+    return tables.write_all(stem, header, rows, rows, data, bold, note + f" Values: {value_label}.")
+
+
+def table4(runs: pd.DataFrame, stem: str, scale: str) -> list[str]:
+    rules = best_rules(runs)
+    frame = _stats(selected(runs, rules), "wade")
+    note = (f"Scale: {scale}. WADE, mean ± std over runs (ReCA: the rule with the highest mean max test accuracy, as "
+            "the paper chose). faithful: the reference's conventions (reservoir time in ~sequences, trained models "
+            "in 8-sequence steps, Transformer without causal mask); corrected: one time unit (sequences) for every "
+            "model and a causal mask. Bold: best of ReCA, ESN, RNN, LSTM (the paper never bolds the Transformer). "
+            "Human: the published values (no sessions recorded). " + TRAINED_NOTE)
+    return _write_model_table(stem, frame, rules, "WADE", note, _human())
+
+
+def accuracy_frame(runs: pd.DataFrame, mean_curves: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy as the paper computed it: the maximum over checkpoints of the mean curve, ± the std across runs
+    at the last checkpoint, for the runs the tables show."""
+    keep = selected(runs, best_rules(runs))[["task", "variant", "model", "config"]].drop_duplicates()
+    rows = []
+    for k in keep.itertuples():
+        c = mean_curves[(mean_curves["task"] == k.task) & (mean_curves["model"] == k.model) &
+                        (mean_curves["config"] == k.config)]
+        if not c.empty:
+            rows.append({"task": k.task, "variant": k.variant, "model": k.model, "mean": c["mean"].max(),
+                         "std": c.sort_values("step")["std"].iloc[-1], "n": int(c["n"].max())})
+    return pd.DataFrame(rows)
+
+
+def table5(runs: pd.DataFrame, mean_curves: pd.DataFrame, stem: str, scale: str) -> list[str]:
+    note = (f"Scale: {scale}. Test accuracy: maximum over checkpoints of the mean curve ± std across runs at the last "
+            "checkpoint (as the paper). " + TRAINED_NOTE)
+    return _write_model_table(stem, accuracy_frame(runs, mean_curves), best_rules(runs), "accuracy", note, None)
+
+
+def table6(datasets: dict, stem: str, scale: str) -> list[str]:
+    """Experimental parameters: per task, the sizes that depend on it, with the paper's parameter formulas next to
+    the parameters the models really have."""
+    header = ["Task", "V", "Train/test sequences", "ReCA/ESN readout (1800 × classes seen)", "h (RNN, LSTM)",
+              "RNN: paper h²+2hV", "RNN: actual", "LSTM: actual", "Transformer: actual"]
+    rows, data = [], []
+    for task, d in sorted(datasets.items()):
+        v = len(d.vocabulary)
+        h = sequence_models.hidden_size(v)
+        seen = len({int(t[m]) for t, ms, tr in zip(d.tokens, d.masks, d.train) if tr for m in ms})
+        counts = {m: sequence_models.n_parameters(sequence_models.build(m, v)) for m in ("rnn", "lstm", "transformer")}
+        row = {"task": task, "vocabulary": v, "train": int(d.train.sum()), "test": int((~d.train).sum()),
+               "readout": 1800 * (1 if seen == 2 else seen), "hidden": h, "rnn_paper": h * h + 2 * h * v,
+               "rnn": counts["rnn"], "lstm": counts["lstm"], "transformer": counts["transformer"]}
+        data.append(row)
+        rows.append([f"{task} {TASKS[task].pretty}", str(v), f"{row['train']}/{row['test']}", f"{row['readout']:,}",
+                     str(h), f"{row['rnn_paper']:,}", f"{row['rnn']:,}", f"{row['lstm']:,}", f"{row['transformer']:,}"])
+    note = (f"Scale: {scale}. Common to all tasks (paper, Table 6): reservoirs 1 pass of SGD (lr 1e-3, weight decay "
+            "1e-3, one-vs-rest logistic readout on 1800 features); trained models 10 epochs of Adam (lr 1e-3), "
+            "gradients of 8 sequences summed per step; 100 runs per task. The paper's 'batch size 1' holds only for "
+            "the forward pass; the Transformer's size is fixed (d 80, 8 heads, feed-forward 50, 1 layer).")
+    return tables.write_all(stem, header, rows, rows, pd.DataFrame(data), note=note)
+
+
+def figure3(runs: pd.DataFrame, mean_curves: pd.DataFrame, stem: str, variant: str, scale: str) -> list[str]:
+    """5 x 2 learning curves, log-x in training sequences, ±1 std bands, WADE in the legend."""
+    import matplotlib.pyplot as plt
+
+    rules = best_rules(runs)
+    chosen = selected(runs, rules)
+    chosen = chosen[chosen["variant"] == variant]
+    wade = chosen.groupby(["task", "model"])["wade"].mean()
+    with plotting.style():
+        fig, axes = plt.subplots(5, 2, figsize=(9, 12), sharey=True)
+        for ax, task in zip(axes.flat, sorted(TASKS)):
+            keep = chosen[chosen["task"] == task][["model", "config"]].drop_duplicates()
+            for m_index, model in enumerate(MODEL_ORDER):
+                configs = keep[keep["model"] == model]["config"]
+                if configs.empty:
+                    continue
+                c = mean_curves[(mean_curves["task"] == task) & (mean_curves["model"] == model) &
+                                (mean_curves["config"] == configs.iloc[0])].sort_values("step")
+                x = np.maximum(c["sequences"].to_numpy(), 1e-1)
+                color = plotting.COLORS[m_index]
+                ax.plot(x, c["mean"], color=color, label=f"{DISPLAY[model]} ({wade.get((task, model), np.nan):.2f})")
+                ax.fill_between(x, c["mean"] - c["std"], c["mean"] + c["std"], color=color, alpha=0.2, linewidth=0)
+            ax.set_xscale("log")
+            ax.set_title(f"{task}. {TASKS[task].pretty}")
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(loc="lower right", fontsize=6)
+            else:
+                ax.text(0.5, 0.5, "not run at this scale", transform=ax.transAxes, ha="center", color="0.5")
+        for ax in axes[-1]:
+            ax.set_xlabel("training sequences")
+        for ax in axes[:, 0]:
+            ax.set_ylabel("test accuracy")
+        fig.suptitle(f"Learning curves (mean ± std; legend: WADE, {variant}; scale {scale})")
+        fig.tight_layout()
+        return plotting.save(fig, stem)
+
+
+def figure1(mean_curves: pd.DataFrame, runs: pd.DataFrame, stem: str, task: int = 5) -> list[str]:
+    """T(a, curve) read off a learning curve: the best ReCA rule's mean curve on one task, A = 0.1 .. 0.8."""
+    import matplotlib.pyplot as plt
+
+    rules = best_rules(runs)
+    rule = rules[(rules["task"] == task) & (rules["variant"] == "faithful")]
+    if rule.empty:
+        task = int(rules["task"].iloc[0])
+        rule = rules[(rules["task"] == task) & (rules["variant"] == "faithful")]
+    c = mean_curves[(mean_curves["task"] == task) & (mean_curves["model"] == "reca") &
+                    (mean_curves["config"] == rule["rule_by_accuracy"].iloc[0])].sort_values("step")
+    acc = c["mean"].to_numpy()
+    steps = np.arange(1, len(acc) + 1)
+    levels = np.round(np.arange(0.1, 0.81, 0.1), 1)
+    conv = metric.Convention(levels, levels)
+    t = metric.times(acc, conv)
+    with plotting.style():
+        fig, ax = plt.subplots(figsize=(5, 3.2))
+        ax.plot(steps, acc, color=plotting.COLORS[0], label="test accuracy (mean curve)")
+        for level, time in zip(levels, t):
+            if np.isfinite(time):
+                ax.plot([1, time], [level, level], color="0.6", linewidth=0.8)
+                ax.plot([time], [level], "o", color=plotting.COLORS[1], markersize=3)
+                ax.annotate(f"T({level:.1f})={int(time)}", (time, level), fontsize=6, xytext=(3, -8),
+                            textcoords="offset points")
+            else:
+                ax.axhline(level, color="0.8", linestyle=":", linewidth=0.8)
+                ax.annotate(f"T({level:.1f})=∞", (steps[-1], level), fontsize=6, ha="right", va="bottom")
+        ax.set_xscale("log")
+        ax.set_xlabel("training steps (checkpoints)")
+        ax.set_ylabel("test accuracy")
+        ax.set_title(f"Time to threshold, task {task} ({TASKS[task].pretty}), ReCA "
+                     f"{rule['rule_by_accuracy'].iloc[0]}; WADE(A=0.1..0.8) = {metric.wade(acc, conv):.3f}")
+        fig.tight_layout()
+        return plotting.save(fig, stem)
+
+
+def comparison(runs: pd.DataFrame, table5_frame: pd.DataFrame | None = None) -> list[dict]:
+    rows = []
+    rules = best_rules(runs)
+    frame = _stats(selected(runs, rules), "wade")
+    pub = published.table4()
+    for p in pub[pub["model"] != "human"].itertuples():
+        for r in frame[(frame["task"] == p.task_id) & (frame["model"] == p.model)].itertuples():
+            rows.append(compare.row("wade", "table4", f"{p.task_id}/{DISPLAY[p.model]}", "wade", p.wade_mean,
+                                    p.wade_mean - p.wade_std, p.wade_mean + p.wade_std, r.mean, r.mean - r.std,
+                                    r.mean + r.std, int(r.n), runs["scale"].iloc[0], r.variant,
+                                    spread="mean ± std ranges"))
+    if table5_frame is not None:
+        pub5 = published.table5()
+        for p in pub5.itertuples():
+            for r in table5_frame[(table5_frame["task"] == p.task_id) & (table5_frame["model"] == p.model)].itertuples():
+                rows.append(compare.row("wade", "table5", f"{p.task_id}/{DISPLAY[p.model]}", "accuracy",
+                                        p.accuracy_mean, p.accuracy_mean - p.accuracy_std,
+                                        p.accuracy_mean + p.accuracy_std, r.mean, r.mean - r.std, r.mean + r.std,
+                                        int(r.n), runs["scale"].iloc[0], r.variant, spread="mean ± std ranges"))
+    return rows

@@ -1,0 +1,89 @@
+"""Training stages of the synthetic tasks: curve files for reservoirs (all rules of a seed in one job) and for
+the trained sequence models. Each curve has, per checkpoint k: test accuracy, and the training items and
+sequences consumed by then (the time units the WADE conventions need)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from reprobench.core import curves
+from reprobench.core.provenance import now
+from reprobench.wade import PAPER, readout, reservoir, sequence_models
+from reprobench.wade.tasks import Dataset, task_spec
+
+
+def reservoir_progress(dataset: Dataset, n_checkpoints: int, chunk: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """(items, sequences) consumed at each readout checkpoint: 1, then 8, 16, ... (capped at the total)."""
+    n_items = int(sum(len(m) for m, t in zip(dataset.masks, dataset.train) if t))
+    items = np.array([1] + [min((k + 1) * chunk, n_items) for k in range(n_checkpoints - 1)], dtype=float)
+    return items, items / (n_items / dataset.train.sum())
+
+
+def sequence_progress(n_steps: int) -> np.ndarray:
+    """Sequences consumed after each optimiser step of 8."""
+    return (np.arange(n_steps) + 1.0) * sequence_models.BATCH
+
+
+def curve_rows(seed: int, accuracy: np.ndarray, sequences: np.ndarray, items: np.ndarray | None = None) -> dict:
+    k = np.arange(len(accuracy))
+    rows = {"seed": [], "step": [], "split": [], "metric": [], "value": []}
+    series = [("test", "accuracy", accuracy), ("train", "sequences", sequences)]
+    if items is not None:
+        series.append(("train", "items", items))
+    for split, metric, values in series:
+        rows["seed"] += [seed] * len(k)
+        rows["step"] += k.tolist()
+        rows["split"] += [split] * len(k)
+        rows["metric"] += [metric] * len(k)
+        rows["value"] += np.asarray(values, dtype=float).tolist()
+    return rows
+
+
+def write_run(path: str, dataset: Dataset, model: str, config_key: str, variant: str, seed: int, scale: str,
+              device: str, rows: dict, params: dict, wall: float, start: str) -> None:
+    spec = task_spec(dataset.task_id)
+    record = curves.provenance(
+        paper=PAPER, experiment="synthetic", model=model, seed=seed, scale=scale, variant=variant,
+        setting={"task": spec.id, "task_name": spec.name, "config": config_key, "vocabulary": len(dataset.vocabulary),
+                 "train_sequences": int(dataset.train.sum()), "test_sequences": int((~dataset.train).sum())},
+        config=params, device=device, wall_time_s=round(wall, 3), start=start, end=now())
+    curves.write_curve(rows, path, record)
+
+
+def run_reservoirs(dataset: Dataset, seed: int, rules: list[int], rule_outputs: list[str], esn_output: str | None,
+                   scale: str, device: str = "cpu", rules_per_chunk: int = 32) -> None:
+    start, t0 = now(), time.monotonic()
+    results = reservoir.run(dataset, "reca", seed, rules=rules, rules_per_chunk=rules_per_chunk, device=device)
+    wall = (time.monotonic() - t0) / max(1, len(rules))
+    for rule, path in zip(rules, rule_outputs):
+        items, sequences = reservoir_progress(dataset, len(results[rule]))
+        write_run(path, dataset, "reca", f"rule{rule}", "all", seed, scale, device,
+                  curve_rows(seed, results[rule], sequences, items),
+                  {"rule": rule, "rules_in_batch": len(rules), "readout": "sgd-ovr lr 1e-3 l2 1e-3"}, wall, start)
+    if esn_output:
+        start, t0 = now(), time.monotonic()
+        acc = reservoir.run(dataset, "esn", seed, device=device)["esn"]
+        items, sequences = reservoir_progress(dataset, len(acc))
+        write_run(esn_output, dataset, "esn", "default", "all", seed, scale, device,
+                  curve_rows(seed, acc, sequences, items), {"units": 1800, "readout": "sgd-ovr lr 1e-3 l2 1e-3"},
+                  time.monotonic() - t0, start)
+
+
+def run_sequence_model(dataset: Dataset, seed: int, model: str, variant: str, epochs: int, output: str, scale: str,
+                       device: str = "cpu") -> None:
+    start, t0 = now(), time.monotonic()
+    acc = sequence_models.train(dataset, model, seed, variant=variant, epochs=epochs, device=device)
+    sequences = sequence_progress(len(acc))
+    variant_label = variant if model == "transformer" else "all"  # only the Transformer differs by variant
+    write_run(output, dataset, model, variant if model == "transformer" else "default", variant_label, seed, scale,
+              device, curve_rows(seed, acc, sequences),
+              {"epochs": epochs, "batch": sequence_models.BATCH, "lr": 1e-3,
+               "parameters": sequence_models.n_parameters(sequence_models.build(model, len(dataset.vocabulary),
+                                                                                variant))},
+              time.monotonic() - t0, start)
+
+
+def n_checkpoints_reservoir(dataset: Dataset) -> int:
+    return readout.n_checkpoints(int(sum(len(m) for m, t in zip(dataset.masks, dataset.train) if t)))

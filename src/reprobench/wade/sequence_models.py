@@ -1,0 +1,156 @@
+"""Trained sequence models on the synthetic tasks (specs/wade.md, 3.4 and 3.5).
+
+RNN and LSTM: one layer, one-hot inputs, hidden size V + sqrt(V^2 + 1800 V) (as coded), a linear output over
+the vocabulary. Transformer: embedding 80 (scaled by sqrt 80) + sinusoidal positions, one post-LN encoder
+layer (8 heads, feed-forward 50, dropout 0.5), linear output. Variant `faithful` has no causal mask, as
+released (a position can attend to the answer it must predict); `corrected` has one.
+
+Training as coded: Adam (lr 1e-3), per sequence the mean cross-entropy over its supervised positions, the
+gradients of 8 consecutive sequences summed per optimiser step (the counter runs on across the 10 epochs,
+each epoch a fresh shuffle), test accuracy over every supervised test position after every step. The 8
+sequences of a step go through the model as one padded batch: the summed loss has the same gradient as 8
+separate backward passes (padding sits after each sequence; the faithful Transformer masks it as a key).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from reprobench.wade.tasks import Dataset
+
+BATCH = 8
+EPOCHS = 10
+RESERVOIR_WIDTH = 1800  # the ReCA readout width the hidden-size formula matches
+
+
+def hidden_size(vocab_size: int, multiplier: int = 1) -> int:
+    return multiplier * int(vocab_size + math.sqrt(vocab_size**2 + RESERVOIR_WIDTH * vocab_size))
+
+
+class Recurrent(nn.Module):
+    def __init__(self, kind: str, vocab_size: int, hidden: int):
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.rnn = {"rnn": nn.RNN, "lstm": nn.LSTM}[kind](vocab_size, hidden, batch_first=True)
+        self.out = nn.Linear(hidden, vocab_size)
+
+    def forward(self, tokens: torch.Tensor, padding: torch.Tensor | None = None) -> torch.Tensor:
+        x = nn.functional.one_hot(tokens, self.vocab_size).float()
+        return self.out(self.rnn(x)[0])  # causal: padding after a sequence cannot reach it
+
+
+class PositionalEncoding(nn.Module):
+    def __init__(self, d_model: int, dropout: float, max_len: int = 1000):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        position = torch.arange(max_len)[:, None]
+        div = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(max_len, d_model)
+        pe[:, 0::2], pe[:, 1::2] = torch.sin(position * div), torch.cos(position * div)
+        self.register_buffer("pe", pe)
+
+    def forward(self, x):
+        return self.dropout(x + self.pe[: x.shape[1]])
+
+
+class Transformer(nn.Module):
+    def __init__(self, vocab_size: int, causal: bool, d_model: int = 80, heads: int = 8, feedforward: int = 50,
+                 layers: int = 1, dropout: float = 0.5):
+        super().__init__()
+        self.causal, self.d_model = causal, d_model
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.position = PositionalEncoding(d_model, dropout)
+        layer = nn.TransformerEncoderLayer(d_model, heads, feedforward, dropout, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.out = nn.Linear(d_model, vocab_size)
+        nn.init.uniform_(self.embed.weight, -0.1, 0.1)
+        nn.init.uniform_(self.out.weight, -0.1, 0.1)
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, tokens: torch.Tensor, padding: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.position(self.embed(tokens) * math.sqrt(self.d_model))
+        length = tokens.shape[1]
+        mask = torch.triu(torch.ones((length, length), dtype=torch.bool, device=tokens.device), 1) \
+            if self.causal else None
+        return self.out(self.encoder(x, mask=mask, src_key_padding_mask=padding, is_causal=self.causal))
+
+
+def build(model: str, vocab_size: int, variant: str = "faithful") -> nn.Module:
+    if model in ("rnn", "lstm"):
+        return Recurrent(model, vocab_size, hidden_size(vocab_size))
+    if model == "transformer":
+        return Transformer(vocab_size, causal=variant == "corrected")
+    raise ValueError(f"unknown sequence model '{model}' (rnn, lstm or transformer)")
+
+
+def _pad(sequences: list[np.ndarray], device):
+    length = max(len(s) for s in sequences)
+    tokens = torch.zeros((len(sequences), length), dtype=torch.int64, device=device)
+    padding = torch.ones((len(sequences), length), dtype=torch.bool, device=device)
+    for i, s in enumerate(sequences):
+        tokens[i, : len(s)] = torch.as_tensor(s, device=device)
+        padding[i, : len(s)] = False
+    return tokens, padding
+
+
+def _test_groups(dataset: Dataset, device):
+    """Test sequences grouped by length (no padding): (tokens, row index, position) of every supervised item."""
+    groups = {}
+    for i in np.flatnonzero(~dataset.train):
+        groups.setdefault(len(dataset.tokens[i]), []).append(i)
+    out = []
+    for length, idx in sorted(groups.items()):
+        tokens = torch.tensor(np.stack([dataset.tokens[i] for i in idx]), device=device)
+        rows = torch.tensor(np.concatenate([[r] * len(dataset.masks[i]) for r, i in enumerate(idx)]), device=device)
+        positions = torch.tensor(np.concatenate([dataset.masks[i] for i in idx]), device=device)
+        out.append((tokens, rows, positions))
+    return out
+
+
+@torch.no_grad()
+def accuracy(net: nn.Module, groups) -> float:
+    net.eval()
+    correct = total = 0
+    for tokens, rows, positions in groups:
+        logits = net(tokens)
+        predicted = logits[rows, positions - 1].argmax(-1)
+        correct += int((predicted == tokens[rows, positions]).sum())
+        total += len(positions)
+    net.train()
+    return correct / total
+
+
+def train(dataset: Dataset, model: str, seed: int, variant: str = "faithful", epochs: int = EPOCHS,
+          device="cpu", max_steps: int | None = None) -> np.ndarray:
+    """Test accuracy after every optimiser step: floor(epochs * n_train / 8) values (or max_steps)."""
+    device = torch.device(device)
+    torch.manual_seed(seed)
+    net = build(model, len(dataset.vocabulary), variant).to(device)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    rng = np.random.RandomState(seed)
+    train_idx = np.flatnonzero(dataset.train)
+    order = np.concatenate([rng.permutation(train_idx) for _ in range(epochs)])
+    steps = len(order) // BATCH if max_steps is None else min(max_steps, len(order) // BATCH)
+    groups = _test_groups(dataset, device)
+    curve = np.empty(steps)
+    for k in range(steps):
+        idx = order[k * BATCH:(k + 1) * BATCH]
+        tokens, padding = _pad([dataset.tokens[i] for i in idx], device)
+        logits = net(tokens, padding)
+        loss = 0.0
+        for row, i in enumerate(idx):  # each sequence's mean over its supervised positions, summed
+            positions = torch.as_tensor(dataset.masks[i], device=device)
+            loss = loss + nn.functional.cross_entropy(logits[row, positions - 1], tokens[row, positions])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        curve[k] = accuracy(net, groups)
+    return curve
+
+
+def n_parameters(net: nn.Module) -> int:
+    return sum(p.numel() for p in net.parameters())

@@ -1,0 +1,86 @@
+"""From curve files to per-run numbers: WADE under both conventions, maximum and final accuracy; best rules.
+
+Conventions (docs/DEVIATIONS.md):
+- faithful: thresholds 0..0.999 weighted by a, strict >, T = index + 1; reservoirs' index converted by
+  items-per-sequence / 8 (items per sequence estimated, as the reference did, from 500 sequences of the task's
+  default constructor; we seed that estimate with 0), trained models in optimiser steps of 8 sequences;
+  the Transformer is the released one without a causal mask.
+- corrected: the same thresholds, T = training sequences consumed (at least 1) for every model; the
+  Transformer has a causal mask.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+
+import numpy as np
+import pandas as pd
+
+from reprobench.wade import metric
+from reprobench.wade.tasks import make_task
+
+RESERVOIRS = ("reca", "esn")
+MODEL_ORDER = ("reca", "esn", "rnn", "lstm", "transformer")
+DISPLAY = {"reca": "ReCA", "esn": "ESN", "rnn": "RNN", "lstm": "LSTM", "transformer": "Transformer"}
+
+
+@functools.cache
+def default_items_per_sequence(task_id: int, seed: int = 0) -> float:
+    """The reference's unit factor: mean supervised items per sequence of the default-constructed task."""
+    task = type(make_task(task_id))()
+    state = random.getstate(), np.random.get_state()
+    random.seed(seed)
+    np.random.seed(seed)
+    try:
+        return task.get_n_items_per_seq()
+    finally:
+        random.setstate(state[0])
+        np.random.set_state(state[1])
+
+
+def run_summary(frame: pd.DataFrame, record: dict) -> list[dict]:
+    wide = frame.pivot_table(index="step", columns="metric", values="value", aggfunc="first").sort_index()
+    acc = wide["accuracy"].to_numpy()
+    setting = record["setting"]
+    model, task = record["model"], int(setting["task"])
+    base = {"task": task, "task_name": setting["task_name"], "model": model, "config": setting["config"],
+            "seed": int(record["seed"]), "n_checkpoints": len(acc), "max_accuracy": float(acc.max()),
+            "final_accuracy": float(acc[-1]), "scale": record["scale"], "train_sequences": setting["train_sequences"]}
+    conv = metric.synthetic_convention()
+    if model in RESERVOIRS:
+        faithful_time = metric.reference_reservoir_time(len(acc), default_items_per_sequence(task))
+    else:
+        faithful_time = np.arange(1, len(acc) + 1, dtype=float)
+    corrected_time = np.maximum(wide["sequences"].to_numpy(), 1.0)
+    rows = []
+    transformer_variant = setting["config"] if model == "transformer" else None
+    for variant, time in (("faithful", faithful_time), ("corrected", corrected_time)):
+        if transformer_variant not in (None, variant):
+            continue  # each Transformer run belongs to one variant (no mask / causal mask)
+        rows.append(base | {"variant": variant, "wade": metric.wade(acc, conv, time)})
+    return rows
+
+
+def best_rules(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per task and variant: the paper's choice (highest mean over seeds of the maximum test accuracy) and the
+    rule WADE would choose (highest mean WADE)."""
+    reca = runs[runs["model"] == "reca"]
+    if reca.empty:
+        return pd.DataFrame(columns=["task", "variant", "rule_by_accuracy", "rule_by_wade"])
+    means = reca.groupby(["task", "variant", "config"])[["max_accuracy", "wade"]].mean().reset_index()
+    out = []
+    for (task, variant), g in means.groupby(["task", "variant"]):
+        out.append({"task": task, "variant": variant,
+                    "rule_by_accuracy": g.loc[g["max_accuracy"].idxmax(), "config"],
+                    "rule_by_wade": g.loc[g["wade"].idxmax(), "config"]})
+    return pd.DataFrame(out)
+
+
+def selected(runs: pd.DataFrame, rules: pd.DataFrame, by: str = "rule_by_accuracy") -> pd.DataFrame:
+    """The runs the tables show: the selected ReCA rule per task and variant, and every other model."""
+    keep = runs["model"] != "reca"
+    for _, r in rules.iterrows():
+        keep |= (runs["model"] == "reca") & (runs["task"] == r["task"]) & (runs["variant"] == r["variant"]) & \
+                (runs["config"] == r[by])
+    return runs[keep]

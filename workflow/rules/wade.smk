@@ -1,0 +1,149 @@
+# WADE (Cisneros et al. 2022), synthetic tasks: prepare -> reservoirs / trained models -> aggregate -> render.
+# Outputs: results/wade/tables/table{4_wade,5_accuracy,6_parameters}.{md,csv,tex},
+# results/wade/figures/figure{1_time_to_threshold,3_learning_curves}.{png,pdf}, results/wade/comparison.csv.
+
+WADE = config["wade"]
+WADE_RULES = list(range(256)) if WADE["reca_rules"] == "all" else list(WADE["reca_rules"])
+WADE_SEEDS = [WADE["base_seed"] + i for i in range(WADE["seeds"])]
+WADE_DATA = "results/wade/data/task={task}/seed={seed}.parquet"
+WADE_CURVE = "results/wade/curves/experiment=synthetic/model={model}/task={task}/config={config}/seed={seed}.parquet"
+WADE_SEQUENCE_RUNS = [("rnn", "default"), ("lstm", "default"), ("transformer", "faithful"), ("transformer", "corrected")]
+WADE_TABLES = [f"results/wade/tables/{t}.{e}" for t in ("table4_wade", "table5_accuracy", "table6_parameters")
+               for e in ("md", "csv", "tex")]
+WADE_FIGURES = [f"results/wade/figures/{f}.{e}" for f in ("figure1_time_to_threshold", "figure3_learning_curves")
+                for e in ("png", "pdf")]
+
+TARGETS["tables"] += [t for t in WADE_TABLES if t.endswith(".md")]
+TARGETS["figures"] += [f for f in WADE_FIGURES if f.endswith(".png")]
+TARGETS["comparisons"].append("results/wade/comparison.csv")
+TARGETS["other"] += [p for p in WADE_TABLES + WADE_FIGURES if not p.endswith((".md", ".png"))]
+
+
+wildcard_constraints:
+    task=r"\d+",
+    config=r"[a-z0-9]+",
+
+
+def get_wade_curve(model, config, wildcards):
+    return WADE_CURVE.format(model=model, config=config, task=wildcards.task, seed=wildcards.seed)
+
+
+def get_wade_all_curves(wildcards):
+    out = []
+    for task in WADE["tasks"]:
+        for seed in WADE_SEEDS:
+            keys = [("reca", f"rule{r}") for r in WADE_RULES] + [("esn", "default")] + WADE_SEQUENCE_RUNS
+            out += [WADE_CURVE.format(model=m, config=c, task=task, seed=seed) for m, c in keys]
+    return out
+
+
+localrules:
+    wade_prepare,
+    wade_aggregate,
+    wade_render,
+
+
+rule wade_prepare:
+    output:
+        WADE_DATA,
+    log:
+        "logs/wade/data/task={task}/seed={seed}.log",
+    params:
+        max_sequences=WADE["max_sequences"],
+        scale=config["scale"],
+    conda:
+        ENV
+    shell:
+        "{PY} wade prepare --task {wildcards.task} --seed {wildcards.seed} --max-sequences {params.max_sequences} "
+        "--scale {params.scale} --out {output} 2> {log}"
+
+
+# Every CA rule of one (task, seed) in one vectorised job, plus the ESN on the same data.
+rule wade_reservoir:
+    input:
+        WADE_DATA,
+    output:
+        rules=[WADE_CURVE.replace("{model}", "reca").replace("{config}", f"rule{r}") for r in WADE_RULES],
+        esn=WADE_CURVE.replace("{model}", "esn").replace("{config}", "default"),
+    log:
+        "logs/wade/reservoir/task={task}/seed={seed}.log",
+    benchmark:
+        "benchmarks/wade/reservoir/task={task}/seed={seed}.tsv"
+    params:
+        rules=" ".join(map(str, WADE_RULES)),
+        rules_per_chunk=WADE["rules_per_chunk"],
+        device=config["device"],
+        scale=config["scale"],
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    group:
+        "wade_train"
+    conda:
+        ENV
+    shell:
+        "{PY} wade reservoir --data {input} --rules {params.rules} --rule-outputs {output.rules} "
+        "--esn-output {output.esn} --rules-per-chunk {params.rules_per_chunk} --device {params.device} "
+        "--threads {threads} --scale {params.scale} 2> {log}"
+
+
+# RNN, LSTM and both Transformers (faithful: no causal mask; corrected: causal mask) of one (task, seed).
+rule wade_sequence:
+    input:
+        WADE_DATA,
+    output:
+        [WADE_CURVE.replace("{model}", m).replace("{config}", c) for m, c in WADE_SEQUENCE_RUNS],
+    log:
+        "logs/wade/sequence/task={task}/seed={seed}.log",
+    benchmark:
+        "benchmarks/wade/sequence/task={task}/seed={seed}.tsv"
+    params:
+        runs=lambda wildcards, output: " ".join(
+            f"{m}:{c if m == 'transformer' else 'faithful'}={path}" for (m, c), path in zip(WADE_SEQUENCE_RUNS, output)
+        ),
+        epochs=WADE["epochs"],
+        device=config["device"],
+        scale=config["scale"],
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    group:
+        "wade_train"
+    conda:
+        ENV
+    shell:
+        "{PY} wade sequence --data {input} --runs {params.runs} --epochs {params.epochs} --device {params.device} "
+        "--threads {threads} --scale {params.scale} 2> {log}"
+
+
+rule wade_aggregate:
+    input:
+        get_wade_all_curves,
+    output:
+        runs="results/wade/metrics/synthetic.parquet",
+        curves="results/wade/metrics/synthetic_mean_curves.parquet",
+    log:
+        "logs/wade/metrics/synthetic.log",
+    conda:
+        ENV
+    shell:
+        "{PY} wade aggregate --curves {input} --out {output.runs} --curves-out {output.curves} 2> {log}"
+
+
+rule wade_render:
+    input:
+        runs="results/wade/metrics/synthetic.parquet",
+        curves="results/wade/metrics/synthetic_mean_curves.parquet",
+        data=expand(WADE_DATA, task=WADE["tasks"], seed=WADE_SEEDS[0]),
+    output:
+        WADE_TABLES + WADE_FIGURES + ["results/wade/comparison.csv"],
+    log:
+        "logs/wade/render.log",
+    params:
+        variant=WADE["figure_variant"],
+    conda:
+        ENV
+    shell:
+        "{PY} wade render --runs {input.runs} --mean-curves {input.curves} --data {input.data} "
+        "--tables results/wade/tables --figures results/wade/figures --comparison results/wade/comparison.csv "
+        "--figure-variant {params.variant} 2> {log}"
