@@ -34,6 +34,10 @@ def test_default_config_plans_every_run_of_the_small_grid(workdir):
     assert re.search(rf"arith_train_sweep\s+{n_sweep_jobs}\b", out)
     assert len(planned_curves(out)) == n_cells * config["operations"]["seeds"] + n_sweep_jobs * config["sweeps"]["seeds"]
     assert re.search(r"arith_threshold\s+29\b", out)  # distinct (operation, n, subset, overlap, test range)
+    wade = yaml.safe_load((ROOT / "config.yaml").read_text())["wade"]
+    jobs = len(wade["tasks"]) * wade["seeds"]
+    for rule in ("wade_prepare", "wade_reservoir", "wade_sequence"):
+        assert re.search(rf"{rule}\s+{jobs}\b", out), rule
 
 
 def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
@@ -55,6 +59,8 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
     (lambda c: c["arith"]["operations"].update(seeds=-3), ["seeds", "-3"]),
     (lambda c: c["arith"]["sweeps"].update(subset=[0.75]), ["arith.sweeps.subset", "subset=0.75", "113 positions"]),
     (lambda c: c["arith"]["sweeps"].update(models=["lstm"]), ["lstm"]),
+    (lambda c: c["wade"].update(tasks=[5, 11]), ["tasks", "11"]),
+    (lambda c: c["wade"].update(reca_rules=[30, 300]), ["reca_rules", "300"]),
 ])
 def test_bad_config_stops_with_a_message_naming_the_key(workdir, edit, words):
     write_config(workdir, edit)
@@ -73,6 +79,7 @@ def tiny(config):
     a["operations"].update(seeds=2, iterations=1500, cells={"sub": ["nac_add"], "mul": ["nac_mul", "nalu"]})
     a["sweeps"].update(seeds=2, iterations=100, models=["nac_mul", "nalu"], input_size=[4, 10], hidden_size=[2, 3],
                        overlap=[0.5], subset=[0.25], range=a["sweeps"]["range"][:2])
+    config["wade"].update(tasks=[1, 5], seeds=2, max_sequences=60, reca_rules=[34, 206], epochs=1)
 
 
 @pytest.mark.slow
@@ -92,8 +99,21 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(workdir):
     assert set(comparison["variant"]) == {"faithful", "corrected"}
     success = comparison[(comparison["row"] == "sub/NAC+") & (comparison["metric"] == "success")]
     assert len(success) == 2 and (success["n_runs"] == 2).all()
-    assert "arith" in (results / "report.md").read_text()
+    report = (results / "report.md").read_text()
+    assert "arith" in report and "wade" in report
+    for name in ("table4_wade", "table5_accuracy", "table6_parameters"):
+        for ext in ("md", "csv", "tex"):
+            assert (results / f"wade/tables/{name}.{ext}").stat().st_size > 0
+    for name in ("figure1_time_to_threshold", "figure3_learning_curves"):
+        for ext in ("png", "pdf"):
+            assert (results / f"wade/figures/{name}.{ext}").stat().st_size > 0
+    table4 = (results / "wade/tables/table4_wade.md").read_text()
+    assert "| 1 Periodic (52 seqs) | faithful |" in table4 and "| 5 Basic QA | corrected |" in table4
+    wade_comparison = pd.read_csv(results / "wade/comparison.csv")
+    assert {"table4", "table5"} <= set(wade_comparison["result"]) and (wade_comparison["n_runs"] == 2).all()
     # Curves: one file per seed, readable, with provenance, hive-readable as one dataset.
+    wade_curves = list((results / "wade/curves").rglob("*.parquet"))
+    assert len(wade_curves) == 2 * 2 * (2 + 1 + 4)  # tasks x seeds x (2 rules + ESN + RNN, LSTM, 2 Transformers)
     curve_files = sorted((results / "arith/curves").rglob("*.parquet"))
     assert len(curve_files) == 3 * 2 + (2 + 2 + 1 + 1 + 2) * 2 * 2  # cells x seeds + sweep settings x models x seeds
     frame, record = read_curve(curve_files[0])

@@ -44,7 +44,8 @@ def _write_model_table(stem: str, frame: pd.DataFrame, rules: pd.DataFrame, valu
             for m in MODEL_ORDER:
                 cell = _fmt(part.at[m, "mean"], part.at[m, "std"]) if m in part.index else "—"
                 if m == "reca" and not rule.empty and m in part.index:
-                    cell += f" (rule {rule['rule_by_accuracy'].iloc[0][4:]})"
+                    by_acc, by_wade = rule["rule_by_accuracy"].iloc[0][4:], rule["rule_by_wade"].iloc[0][4:]
+                    cell += f" (rule {by_acc}" + (f"; by WADE: {by_wade})" if by_wade != by_acc else ")")
                 cells.append(cell)
             candidates = [m for m in ("reca", "esn", "rnn", "lstm") if m in part.index]  # as the paper: no Transformer
             if candidates:
