@@ -80,6 +80,8 @@ def tiny(config):
     a["sweeps"].update(seeds=2, iterations=100, models=["nac_mul", "nalu"], input_size=[4, 10], hidden_size=[2, 3],
                        overlap=[0.5], subset=[0.25], range=a["sweeps"]["range"][:2])
     config["wade"].update(tasks=[1, 5], seeds=2, max_sequences=60, reca_rules=[34, 206], epochs=1)
+    config["wade"]["imdb"].update(models=["linear", "lstm"], seeds=2, epochs=1, eval_every=16, synthetic_train=64,
+                                  synthetic_test=32)
 
 
 @pytest.mark.slow
@@ -110,10 +112,13 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(workdir):
     table4 = (results / "wade/tables/table4_wade.md").read_text()
     assert "| 1 Periodic (52 seqs) | faithful |" in table4 and "| 5 Basic QA | corrected |" in table4
     wade_comparison = pd.read_csv(results / "wade/comparison.csv")
-    assert {"table4", "table5"} <= set(wade_comparison["result"]) and (wade_comparison["n_runs"] == 2).all()
+    assert {"table4", "table5", "table2"} <= set(wade_comparison["result"]) and (wade_comparison["n_runs"] == 2).all()
+    assert "SYNTHETIC STAND-IN, NOT IMDB" in (results / "wade/tables/table2_imdb.md").read_text()
+    assert (results / "wade/figures/figure2_imdb_curves.pdf").stat().st_size > 0
+    assert "synthetic data" in set(wade_comparison[wade_comparison["result"] == "table2"]["scale"]).pop()
     # Curves: one file per seed, readable, with provenance, hive-readable as one dataset.
     wade_curves = list((results / "wade/curves").rglob("*.parquet"))
-    assert len(wade_curves) == 2 * 2 * (2 + 1 + 4)  # tasks x seeds x (2 rules + ESN + RNN, LSTM, 2 Transformers)
+    assert len(wade_curves) == 2 * 2 * (2 + 1 + 4) + 2 * 2  # tasks x seeds x (2 rules, ESN, 4 trained) + IMDB
     curve_files = sorted((results / "arith/curves").rglob("*.parquet"))
     assert len(curve_files) == 3 * 2 + (2 + 2 + 1 + 1 + 2) * 2 * 2  # cells x seeds + sweep settings x models x seeds
     frame, record = read_curve(curve_files[0])

@@ -9,7 +9,6 @@ ARITH_MODELS = sorted({s.model for s in arith_grid.settings(ARITH)})
 
 wildcard_constraints:
     experiment="|".join(arith_grid.EXPERIMENTS),
-    model="|".join(ARITH_MODELS) or "none",
     operation="add|sub|mul|div|squared|root",
     input_size=r"\d+",
     hidden_size=r"\d+",
@@ -107,6 +106,8 @@ ARITH_SETTING_PATH = arith_grid.CURVE_PATTERN.replace("/seed={seed}.parquet", ""
 rule arith_train_operations:
     output:
         expand(arith_grid.CURVE_PATTERN, experiment="operations", seed=ARITH_SEEDS["operations"], allow_missing=True),
+    wildcard_constraints:
+        model="|".join(ARITH_MODELS) or "none",
     log:
         ARITH_SETTING_PATH.replace("results/", "logs/").replace("{experiment}", "operations") + ".log",
     benchmark:
@@ -135,6 +136,7 @@ rule arith_train_sweep:
         expand(arith_grid.CURVE_PATTERN, seed=ARITH_SEEDS["input_size"], allow_missing=True),
     wildcard_constraints:
         experiment="|".join(arith_grid.SWEEPS),
+        model="|".join(ARITH_MODELS) or "none",
     log:
         ARITH_SETTING_PATH.replace("results/", "logs/") + ".log",
     benchmark:

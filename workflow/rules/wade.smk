@@ -12,6 +12,13 @@ WADE_TABLES = [f"results/wade/tables/{t}.{e}" for t in ("table4_wade", "table5_a
                for e in ("md", "csv", "tex")]
 WADE_FIGURES = [f"results/wade/figures/{f}.{e}" for f in ("figure1_time_to_threshold", "figure3_learning_curves")
                 for e in ("png", "pdf")]
+IMDB = WADE["imdb"]
+IMDB_CURVE = "results/wade/curves/experiment=imdb/model={model}/seed={seed}.parquet"
+IMDB_OUTPUTS = [f"results/wade/tables/table2_imdb.{e}" for e in ("md", "csv", "tex")] + [
+    f"results/wade/figures/figure2_imdb_curves.{e}" for e in ("png", "pdf")]
+TARGETS["tables"].append("results/wade/tables/table2_imdb.md")
+TARGETS["figures"].append("results/wade/figures/figure2_imdb_curves.png")
+TARGETS["other"] += [p for p in IMDB_OUTPUTS if not p.endswith((".md", ".png"))]
 
 TARGETS["tables"] += [t for t in WADE_TABLES if t.endswith(".md")]
 TARGETS["figures"] += [f for f in WADE_FIGURES if f.endswith(".png")]
@@ -41,6 +48,8 @@ localrules:
     wade_prepare,
     wade_aggregate,
     wade_render,
+    wade_imdb_prepare,
+    wade_imdb_render,
 
 
 rule wade_prepare:
@@ -135,6 +144,7 @@ rule wade_render:
         runs="results/wade/metrics/synthetic.parquet",
         curves="results/wade/metrics/synthetic_mean_curves.parquet",
         data=expand(WADE_DATA, task=WADE["tasks"], seed=WADE_SEEDS[0]),
+        imdb="results/wade/metrics/imdb.parquet",
     output:
         WADE_TABLES + WADE_FIGURES + ["results/wade/comparison.csv"],
     log:
@@ -146,4 +156,65 @@ rule wade_render:
     shell:
         "{PY} wade render --runs {input.runs} --mean-curves {input.curves} --data {input.data} "
         "--tables results/wade/tables --figures results/wade/figures --comparison results/wade/comparison.csv "
-        "--figure-variant {params.variant} 2> {log}"
+        "--figure-variant {params.variant} --imdb-runs {input.imdb} 2> {log}"
+
+
+# IMDB: the real corpus (download: on the submitting node, it needs the network) or the synthetic stand-in.
+rule wade_imdb_prepare:
+    output:
+        "results/wade/data/imdb.parquet",
+    log:
+        "logs/wade/data/imdb.log",
+    params:
+        source=IMDB["source"],
+        resources="resources/imdb" if IMDB["source"] == "download" else "resources/imdb-synthetic",
+        train=IMDB["synthetic_train"],
+        test=IMDB["synthetic_test"],
+        scale=config["scale"],
+    conda:
+        ENV
+    shell:
+        "{PY} wade imdb-prepare --source {params.source} --resources {params.resources} --train {params.train} "
+        "--test {params.test} --scale {params.scale} --out {output} 2> {log}"
+
+
+rule wade_imdb_train:
+    input:
+        "results/wade/data/imdb.parquet",
+    output:
+        IMDB_CURVE,
+    log:
+        "logs/wade/imdb/model={model}/seed={seed}.log",
+    benchmark:
+        "benchmarks/wade/imdb/model={model}/seed={seed}.tsv"
+    params:
+        epochs=IMDB["epochs"],
+        eval_every=IMDB["eval_every"],
+        device=config["device"],
+        scale=config["scale"],
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    group:
+        "wade_train"
+    conda:
+        ENV
+    shell:
+        "{PY} wade imdb-train --data {input} --model {wildcards.model} --seed {wildcards.seed} "
+        "--epochs {params.epochs} --eval-every {params.eval_every} --device {params.device} --threads {threads} "
+        "--scale {params.scale} --out {output} 2> {log}"
+
+
+rule wade_imdb_render:
+    input:
+        expand(IMDB_CURVE, model=IMDB["models"], seed=range(IMDB["seeds"])),
+    output:
+        runs="results/wade/metrics/imdb.parquet",
+        rendered=IMDB_OUTPUTS,
+    log:
+        "logs/wade/imdb_render.log",
+    conda:
+        ENV
+    shell:
+        "{PY} wade imdb-render --curves {input} --runs-out {output.runs} --tables results/wade/tables "
+        "--figures results/wade/figures 2> {log}"

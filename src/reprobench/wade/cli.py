@@ -51,7 +51,36 @@ def register(sub) -> None:
     t.add_argument("--figures", required=True, help="output folder for figures")
     t.add_argument("--comparison", required=True)
     t.add_argument("--figure-variant", default="faithful", choices=["faithful", "corrected"])
+    t.add_argument("--imdb-runs", help="metrics/imdb.parquet, to add Table 2 to the comparison")
     t.set_defaults(func=cmd_render)
+
+    t = s.add_parser("imdb-prepare", help="IMDB (download or synthetic stand-in), tokenized")
+    t.add_argument("--source", choices=["synthetic", "download"], required=True)
+    t.add_argument("--resources", required=True, help="folder for the archive or the stand-in corpus")
+    t.add_argument("--train", type=int, default=800, help="synthetic: training reviews")
+    t.add_argument("--test", type=int, default=400, help="synthetic: test reviews")
+    t.add_argument("--scale", default="small")
+    t.add_argument("--out", required=True)
+    t.set_defaults(func=cmd_imdb_prepare)
+
+    t = s.add_parser("imdb-train", help="one IMDB model and seed")
+    t.add_argument("--data", required=True)
+    t.add_argument("--model", required=True)
+    t.add_argument("--seed", type=int, required=True)
+    t.add_argument("--epochs", type=int, default=10)
+    t.add_argument("--eval-every", type=int, default=400, help="examples between test evaluations")
+    t.add_argument("--device", default="auto")
+    t.add_argument("--threads", type=int, default=1)
+    t.add_argument("--scale", default="small")
+    t.add_argument("--out", required=True)
+    t.set_defaults(func=cmd_imdb_train)
+
+    t = s.add_parser("imdb-render", help="Table 2 and Figure 2")
+    t.add_argument("--curves", nargs="+", required=True)
+    t.add_argument("--runs-out", required=True)
+    t.add_argument("--tables", required=True)
+    t.add_argument("--figures", required=True)
+    t.set_defaults(func=cmd_imdb_render)
 
 
 def cmd_prepare(args) -> None:
@@ -155,5 +184,48 @@ def cmd_render(args) -> None:
     render.figure1(mean_curves, runs, os.path.join(f, "figure1_time_to_threshold"))
     render.figure3(runs, mean_curves, os.path.join(f, "figure3_learning_curves"), args.figure_variant, scale)
     rows = render.comparison(runs, render.accuracy_frame(runs, mean_curves))
+    if args.imdb_runs:
+        from reprobench.wade import imdb_runs
+
+        read_metadata(args.imdb_runs)
+        rows += imdb_runs.comparison(pd.read_parquet(args.imdb_runs))
     frame = compare.write(rows, args.comparison)
     log(f"rendered; comparison {len(frame)} rows, {int(frame['within'].eq(True).sum())} within")
+
+
+def cmd_imdb_prepare(args) -> None:
+    from reprobench.wade import imdb_runs
+
+    imdb_runs.prepare(args.source, args.resources, args.out, args.scale, args.train, args.test)
+    log(f"IMDB ({args.source}) tokenized into {args.out}")
+
+
+def cmd_imdb_train(args) -> None:
+    from reprobench.core.device import choose_device
+    from reprobench.core.errors import ConfigError
+    from reprobench.wade import imdb_models, imdb_runs
+
+    if args.model not in imdb_models.MODELS:
+        raise ConfigError("wade.imdb.models", f"unknown model '{args.model}' (known: {', '.join(imdb_models.MODELS)})")
+    device = choose_device(args.device, args.threads)
+    imdb_runs.train_run(args.data, args.model, args.seed, args.epochs, args.eval_every, args.out, args.scale,
+                        str(device))
+    log(f"IMDB {args.model} seed {args.seed} done")
+
+
+def cmd_imdb_render(args) -> None:
+    import os
+
+    import pyarrow as pa
+
+    from reprobench.core import curves
+    from reprobench.wade import PAPER, imdb_runs
+
+    runs, mean_curves = imdb_runs.summarise(args.curves)
+    curves.write_table(pa.Table.from_pandas(runs, preserve_index=False), args.runs_out,
+                       {"paper": PAPER, "experiment": "imdb", "stage": "aggregate",
+                        "scale": ",".join(sorted(runs["scale"].unique())), "variant": "faithful,corrected",
+                        **curves.base_record()})
+    imdb_runs.table2(runs, os.path.join(args.tables, "table2_imdb"))
+    imdb_runs.figure2(mean_curves, runs, os.path.join(args.figures, "figure2_imdb_curves"))
+    log(f"IMDB: {len(args.curves)} runs rendered")

@@ -25,3 +25,9 @@ def table5() -> pd.DataFrame:
     t = _read("wade_table5_accuracy.csv")
     t["model"] = t["model"].map(MODEL_SLUGS)
     return t
+
+
+def table2() -> pd.DataFrame:
+    t = _read("wade_table2_imdb.csv")
+    t["model"] = t["model"].map(MODEL_SLUGS)
+    return t

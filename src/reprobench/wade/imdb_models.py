@@ -1,0 +1,135 @@
+"""IMDB models and training (specs/wade.md, 3.6): RNN, LSTM, GRU, Transformer and bag-of-words Linear.
+
+Recurrent: Embedding(V, 128, padding_idx 0) -> Dropout 0.6 -> one layer (hidden 256) over the packed
+sequence -> output at the last real token -> BatchNorm1d(256) -> Linear(256, 2).
+Transformer: embedding 128 (+ sinusoidal positions), one encoder layer (8 heads, feed-forward 256, dropout
+0.5), no causal or padding mask, mean over every position including padding (as released), Linear(128, 2).
+Linear: the bag-of-words presence vector normalised to sum 1, Linear(V, 2) with weights U(+-sqrt(1/V)/100).
+Training: Adam 1e-3, cross-entropy, batches of 8, a permutation per epoch; the test accuracy is measured after
+the batches that start at example 0, 400, 800, ... (every 50 batches), over the whole test set in batches of 32.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from reprobench.wade.sequence_models import PositionalEncoding
+
+MODELS = ("rnn", "lstm", "gru", "transformer", "linear")
+
+
+class RecurrentClassifier(nn.Module):
+    def __init__(self, kind: str, vocab: int, embed: int = 128, hidden: int = 256):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, embed, padding_idx=0)
+        self.dropout = nn.Dropout(0.6)
+        self.rnn = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}[kind](embed, hidden, batch_first=True)
+        self.norm = nn.BatchNorm1d(hidden)
+        self.out = nn.Linear(hidden, 2)
+
+    def forward(self, tokens, lengths):
+        packed = nn.utils.rnn.pack_padded_sequence(self.dropout(self.embed(tokens)), lengths.cpu(), batch_first=True,
+                                                   enforce_sorted=False)
+        output, _ = self.rnn(packed)
+        output, _ = nn.utils.rnn.pad_packed_sequence(output, batch_first=True)
+        last = output[torch.arange(len(lengths)), lengths - 1]
+        return self.out(self.norm(last))
+
+
+class TransformerClassifier(nn.Module):
+    def __init__(self, vocab: int, d_model: int = 128, heads: int = 8, feedforward: int = 256, dropout: float = 0.5):
+        super().__init__()
+        self.d_model = d_model
+        self.embed = nn.Embedding(vocab, d_model)
+        self.position = PositionalEncoding(d_model, dropout, max_len=4096)
+        layer = nn.TransformerEncoderLayer(d_model, heads, feedforward, dropout, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+        self.out = nn.Linear(d_model, 2)
+
+    def forward(self, tokens, lengths):
+        x = self.position(self.embed(tokens) * math.sqrt(self.d_model))
+        return self.out(self.encoder(x).mean(1))  # padding included in the mean, as released
+
+
+class BagOfWords(nn.Module):
+    def __init__(self, vocab: int):
+        super().__init__()
+        self.vocab = vocab
+        self.out = nn.Linear(vocab, 2)
+        bound = math.sqrt(1 / vocab) / 100
+        nn.init.uniform_(self.out.weight, -bound, bound)
+        nn.init.uniform_(self.out.bias, -bound, bound)
+
+    def forward(self, tokens, lengths):
+        present = torch.zeros((len(tokens), self.vocab), device=tokens.device)
+        valid = torch.arange(tokens.shape[1], device=tokens.device)[None, :] < lengths[:, None]
+        present.scatter_(1, torch.where(valid, tokens, 0), valid.float())
+        return self.out(present / present.sum(1, keepdim=True).clamp_min(1))
+
+
+def build(model: str, vocab: int) -> nn.Module:
+    if model in ("rnn", "lstm", "gru"):
+        return RecurrentClassifier(model, vocab)
+    if model == "transformer":
+        return TransformerClassifier(vocab)
+    if model == "linear":
+        return BagOfWords(vocab)
+    raise ValueError(f"unknown IMDB model '{model}' (known: {', '.join(MODELS)})")
+
+
+def _batch(sequences, index, device):
+    lengths = torch.tensor([max(1, len(sequences[i])) for i in index], device=device)
+    tokens = torch.zeros((len(index), int(lengths.max())), dtype=torch.int64, device=device)  # pad id 0 = '!'
+    for row, i in enumerate(index):
+        tokens[row, : len(sequences[i])] = torch.as_tensor(sequences[i], device=device)
+    return tokens, lengths
+
+
+@torch.no_grad()
+def accuracy(net, sequences, labels, device, batch: int = 32) -> float:
+    net.eval()
+    correct = 0
+    for start in range(0, len(sequences), batch):
+        index = list(range(start, min(start + batch, len(sequences))))
+        tokens, lengths = _batch(sequences, index, device)
+        correct += int((net(tokens, lengths).argmax(1).cpu().numpy() == labels[index]).sum())
+    net.train()
+    return correct / len(sequences)
+
+
+def train(model: str, vocab: int, train_seqs, train_labels, test_seqs, test_labels, seed: int, epochs: int = 10,
+          batch: int = 8, eval_every_examples: int = 400, device="cpu") -> tuple[np.ndarray, np.ndarray]:
+    """(examples seen at each evaluation, test accuracy at each evaluation)."""
+    device = torch.device(device)
+    torch.manual_seed(seed)
+    rng = np.random.RandomState(seed)
+    net = build(model, vocab).to(device)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+    labels = torch.as_tensor(train_labels, device=device)
+    seen, accs, examples = [], [], 0
+    for _ in range(epochs):
+        order = rng.permutation(len(train_seqs))
+        for start in range(0, len(order), batch):
+            index = order[start:start + batch]
+            tokens, lengths = _batch(train_seqs, index, device)
+            loss = loss_fn(net(tokens, lengths), labels[index])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            examples += len(index)
+            if start % eval_every_examples == 0:
+                seen.append(examples)
+                accs.append(accuracy(net, test_seqs, test_labels, device))
+    return np.array(seen), np.array(accs)
+
+
+def ewma(x: np.ndarray, window: int = 10) -> np.ndarray:
+    """pandas' ewm(span=window).mean(), used by the reference on the Linear model's curve before WADE."""
+    import pandas as pd
+
+    return pd.Series(x).ewm(span=window).mean().to_numpy()

@@ -1,0 +1,115 @@
+"""IMDB: the download (resume, checksum, offline), the archive layout, the tokenizer and the models."""
+
+import hashlib
+import http.server
+import io
+import tarfile
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from reprobench.core.download import DownloadError, download
+from reprobench.wade import imdb, imdb_models
+
+
+def make_archive(path):
+    """A small archive in aclImdb_v1.tar.gz's real layout."""
+    reviews = {"train/pos/0_9.txt": "A great film!", "train/pos/1_8.txt": "Loved it.",
+               "train/neg/0_2.txt": "Awful <br /><br />boring.", "test/pos/0_10.txt": "Superb acting.",
+               "test/neg/0_1.txt": "Worst movie ever.", "train/unsup/0_0.txt": "unlabelled"}
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in reviews.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"aclImdb/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        info = tarfile.TarInfo("aclImdb/imdb.vocab")
+        info.size = 3
+        tar.addfile(info, io.BytesIO(b"a\nb"))
+    return path
+
+
+class RangeHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves one file with HTTP Range support, as the real server does."""
+    payload = b""
+
+    def do_GET(self):
+        start = 0
+        if "Range" in self.headers:
+            start = int(self.headers["Range"].split("=")[1].split("-")[0])
+            self.send_response(206)
+        else:
+            self.send_response(200)
+        body = self.payload[start:]
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server(tmp_path):
+    archive = make_archive(tmp_path / "src.tar.gz")
+    RangeHandler.payload = archive.read_bytes()
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), RangeHandler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_port}/aclImdb_v1.tar.gz", hashlib.md5(RangeHandler.payload).hexdigest()
+    httpd.shutdown()
+
+
+def test_download_resumes_checks_and_extracts(tmp_path, server):
+    url, md5 = server
+    dest = tmp_path / "res" / "aclImdb_v1.tar.gz"
+    dest.parent.mkdir()
+    (dest.parent / "aclImdb_v1.tar.gz.part").write_bytes(RangeHandler.payload[:100])  # an interrupted download
+    assert download(url, dest, md5) == dest and dest.read_bytes() == RangeHandler.payload
+    assert not (dest.parent / "aclImdb_v1.tar.gz.part").exists()
+    root = imdb.extract(dest, tmp_path / "res")
+    data = imdb.read(root)
+    assert data["train"][0] == ["Awful <br /><br />boring.", "A great film!", "Loved it."]  # neg first, sorted
+    assert data["train"][1].tolist() == [0, 1, 1] and data["test"][1].tolist() == [0, 1]
+    assert not imdb.is_synthetic(root)
+
+
+def test_checksum_mismatch_and_offline_are_clear(tmp_path, server):
+    url, _ = server
+    with pytest.raises(DownloadError, match="does not match the pinned"):
+        download(url, tmp_path / "x.tar.gz", "0" * 32)
+    assert not (tmp_path / "x.tar.gz").exists() and not (tmp_path / "x.tar.gz.part").exists()
+    with pytest.raises(DownloadError, match=r"cannot download http://127.0.0.1:9/a.tar.gz .*offline"):
+        download("http://127.0.0.1:9/a.tar.gz", tmp_path / "a.tar.gz", "0" * 32, timeout=5)
+
+
+def test_synthetic_stand_in_has_the_real_layout_and_says_so(tmp_path):
+    root = imdb.make_synthetic(tmp_path, 20, 10, seed=1)
+    data = imdb.read(root)
+    assert len(data["train"][0]) == 20 and len(data["test"][0]) == 10 and imdb.is_synthetic(root)
+    assert sorted(p.name for p in (root / "train").iterdir()) == ["neg", "pos"]
+
+
+def test_tokenizer_has_no_special_tokens():
+    tok = imdb.train_tokenizer(["A great film! Really great.", "Awful, boring film."] * 20)
+    vocab = tok.get_vocab()
+    assert "[PAD]" not in vocab and "[UNK]" not in vocab
+    assert tok.id_to_token(0) == "!"  # what the reference pads with
+
+
+def test_models_shapes_init_and_padding_in_the_transformer_mean():
+    torch.manual_seed(0)
+    tokens = torch.tensor([[5, 6, 7, 0, 0], [8, 9, 10, 11, 12]])
+    lengths = torch.tensor([3, 5])
+    for model in imdb_models.MODELS:
+        net = imdb_models.build(model, 20).eval()
+        assert net(tokens, lengths).shape == (2, 2)
+    linear = imdb_models.build("linear", 400)
+    assert linear.out.weight.abs().max() <= np.sqrt(1 / 400) / 100
+    tf = imdb_models.build("transformer", 20).eval()
+    short = tf(tokens[:1, :3], lengths[:1])
+    assert not torch.allclose(short, tf(tokens[:1], lengths[:1]))  # padding changes the mean, as released
+    rnn = imdb_models.build("lstm", 20).eval()
+    assert torch.allclose(rnn(tokens[:1, :3], lengths[:1]), rnn(tokens[:1], lengths[:1]), atol=1e-6)
