@@ -145,6 +145,7 @@ rule wade_render:
         curves="results/wade/metrics/synthetic_mean_curves.parquet",
         data=expand(WADE_DATA, task=WADE["tasks"], seed=WADE_SEEDS[0]),
         imdb="results/wade/metrics/imdb.parquet",
+        human=WADE.get("human_sessions", []),
     output:
         WADE_TABLES + WADE_FIGURES + ["results/wade/comparison.csv"],
     log:
@@ -156,7 +157,7 @@ rule wade_render:
     shell:
         "{PY} wade render --runs {input.runs} --mean-curves {input.curves} --data {input.data} "
         "--tables results/wade/tables --figures results/wade/figures --comparison results/wade/comparison.csv "
-        "--figure-variant {params.variant} --imdb-runs {input.imdb} 2> {log}"
+        "--figure-variant {params.variant} --imdb-runs {input.imdb} --human-sessions {input.human} 2> {log}"
 
 
 # IMDB: the real corpus (download: on the submitting node, it needs the network) or the synthetic stand-in.

@@ -52,7 +52,16 @@ def register(sub) -> None:
     t.add_argument("--comparison", required=True)
     t.add_argument("--figure-variant", default="faithful", choices=["faithful", "corrected"])
     t.add_argument("--imdb-runs", help="metrics/imdb.parquet, to add Table 2 to the comparison")
+    t.add_argument("--human-sessions", nargs="*", default=[], help="recorded sessions for Table 4's Human column")
     t.set_defaults(func=cmd_render)
+
+    t = s.add_parser("human", help="play a task yourself (obfuscated tokens) and save the session")
+    t.add_argument("--task", type=int, required=True)
+    t.add_argument("--seed", type=int, default=0, help="letter mapping and sequence order")
+    t.add_argument("--data-seed", type=int, default=12305)
+    t.add_argument("--streak", type=int, default=5, help="correct answers in a row that end the task (paper text: 10)")
+    t.add_argument("--out", help="session file (default results/wade/human/task=<t>/seed=<s>.parquet)")
+    t.set_defaults(func=cmd_human)
 
     t = s.add_parser("imdb-prepare", help="IMDB (download or synthetic stand-in), tokenized")
     t.add_argument("--source", choices=["synthetic", "download"], required=True)
@@ -178,7 +187,7 @@ def cmd_render(args) -> None:
         d = tasks.read(path)
         datasets[d.task_id] = d
     t, f = args.tables, args.figures
-    render.table4(runs, os.path.join(t, "table4_wade"), scale)
+    render.table4(runs, os.path.join(t, "table4_wade"), scale, args.human_sessions)
     render.table5(runs, mean_curves, os.path.join(t, "table5_accuracy"), scale)
     render.table6(datasets, os.path.join(t, "table6_parameters"), scale)
     render.figure1(mean_curves, runs, os.path.join(f, "figure1_time_to_threshold"))
@@ -229,3 +238,12 @@ def cmd_imdb_render(args) -> None:
     imdb_runs.table2(runs, os.path.join(args.tables, "table2_imdb"))
     imdb_runs.figure2(mean_curves, runs, os.path.join(args.figures, "figure2_imdb_curves"))
     log(f"IMDB: {len(args.curves)} runs rendered")
+
+
+def cmd_human(args) -> None:
+    from reprobench.wade import human, tasks
+
+    dataset = tasks.generate(tasks.task_spec(args.task).id, args.data_seed)
+    out = args.out or f"results/wade/human/task={args.task}/seed={args.seed}.parquet"
+    score = human.run_session(dataset, args.seed, args.streak, out)
+    log(f"session saved to {out}; WADE {score:.3f}")

@@ -25,14 +25,25 @@ def _stats(runs: pd.DataFrame, value: str) -> pd.DataFrame:
         .set_axis(["mean", "std", "n"], axis=1).reset_index()
 
 
-def _human() -> dict[int, float]:
+def _human(sessions: list[str] | None = None) -> dict[int, str]:
+    """The Human column: the mean WADE of recorded sessions where there are any, else the published value."""
+    from reprobench.wade.human import session_wade
+
     t = published.table4()
-    return {int(r.task_id): r.wade_mean for r in t[t["model"] == "human"].itertuples()}
+    out = {int(r.task_id): f"{r.wade_mean:.2f} (published)" for r in t[t["model"] == "human"].itertuples()
+           if not pd.isna(r.wade_mean)}
+    recorded: dict[int, list[float]] = {}
+    for path in sessions or []:
+        task, score = session_wade(path)
+        recorded.setdefault(task, []).append(score)
+    for task, scores in recorded.items():
+        out[task] = f"{np.mean(scores):.2f} ({len(scores)} recorded)"
+    return out
 
 
 def _write_model_table(stem: str, frame: pd.DataFrame, rules: pd.DataFrame, value_label: str, note: str,
                        human: dict | None) -> list[str]:
-    header = ["Task", "Variant", *[DISPLAY[m] for m in MODEL_ORDER]] + (["Human (published)"] if human else [])
+    header = ["Task", "Variant", *[DISPLAY[m] for m in MODEL_ORDER]] + (["Human"] if human else [])
     rows, bold = [], set()
     for task in sorted(frame["task"].unique()):
         for variant in ("faithful", "corrected"):
@@ -52,21 +63,21 @@ def _write_model_table(stem: str, frame: pd.DataFrame, rules: pd.DataFrame, valu
                 best = max(candidates, key=lambda m: part.at[m, "mean"])
                 bold.add((len(rows), 2 + MODEL_ORDER.index(best)))
             label = f"{task} {TASKS[task].pretty}" + (" (52 seqs)" if task == 1 else "")
-            rows.append([label, variant, *cells] + ([_fmt(human.get(task), math.nan) if human.get(task) is not None
-                                                     and not pd.isna(human.get(task)) else "—"] if human else []))
+            rows.append([label, variant, *cells] + ([human.get(task, "—")] if human else []))
     data = frame.copy()
     return tables.write_all(stem, header, rows, rows, data, bold, note + f" Values: {value_label}.")
 
 
-def table4(runs: pd.DataFrame, stem: str, scale: str) -> list[str]:
+def table4(runs: pd.DataFrame, stem: str, scale: str, human_sessions: list[str] | None = None) -> list[str]:
     rules = best_rules(runs)
     frame = _stats(selected(runs, rules), "wade")
     note = (f"Scale: {scale}. WADE, mean ± std over runs (ReCA: the rule with the highest mean max test accuracy, as "
             "the paper chose). faithful: the reference's conventions (reservoir time in ~sequences, trained models "
             "in 8-sequence steps, Transformer without causal mask); corrected: one time unit (sequences) for every "
             "model and a causal mask. Bold: best of ReCA, ESN, RNN, LSTM (the paper never bolds the Transformer). "
-            "Human: the published values (no sessions recorded). " + TRAINED_NOTE)
-    return _write_model_table(stem, frame, rules, "WADE", note, _human())
+            "Human: recorded sessions (`reprobench wade human`, config wade.human_sessions) where given, else the "
+            "published scores. " + TRAINED_NOTE)
+    return _write_model_table(stem, frame, rules, "WADE", note, _human(human_sessions))
 
 
 def accuracy_frame(runs: pd.DataFrame, mean_curves: pd.DataFrame) -> pd.DataFrame:
