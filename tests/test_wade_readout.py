@@ -33,7 +33,7 @@ def test_matches_sklearn_for_every_model(n_classes):
     xte = (rng.random((models, m, f)) < 1 / (1 + np.exp(-centres[yte]))).astype(np.uint8)
     xtr[:, :, 0] = 1  # a constant feature: scale 1, as sklearn
     ours = readout.fit_and_score(torch.tensor(xtr), torch.tensor(ytr), torch.tensor(xte), torch.tensor(yte),
-                                 classes=list(range(n_classes)), score_block=5)
+                                 classes=list(range(n_classes)), score_block=5, score_dtype=torch.float64)
     assert ours.shape == (models, readout.n_checkpoints(n))
     for r in range(models):
         np.testing.assert_allclose(ours[r].numpy(), reference_curve(xtr[r], ytr, xte[r], yte), atol=1e-12)
@@ -42,3 +42,14 @@ def test_matches_sklearn_for_every_model(n_classes):
 def test_checkpoint_schedule_sees_sample_zero_twice():
     assert readout.checkpoint_schedule(17) == [(0, 1), (0, 8), (8, 16), (16, 17)]
     assert readout.n_checkpoints(17) == 4
+
+
+def test_float32_scoring_agrees_with_float64():
+    rng = np.random.default_rng(7)
+    xtr = torch.tensor(rng.integers(0, 2, (2, 300, 50), dtype=np.uint8))
+    ytr = torch.tensor(rng.integers(0, 3, 300))
+    xte = torch.tensor(rng.integers(0, 2, (2, 100, 50), dtype=np.uint8))
+    yte = torch.tensor(rng.integers(0, 3, 100))
+    a = readout.fit_and_score(xtr, ytr, xte, yte, [0, 1, 2], score_dtype=torch.float64)
+    b = readout.fit_and_score(xtr, ytr, xte, yte, [0, 1, 2], score_dtype=torch.float32)
+    assert (a - b).abs().max() <= 0.01  # at most one borderline test item of 100 flips

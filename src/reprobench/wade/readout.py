@@ -33,11 +33,13 @@ def checkpoint_schedule(n_samples: int, chunk: int = 8) -> list[tuple[int, int]]
 
 def fit_and_score(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor,
                   classes: list[int], lr: float = 1e-3, alpha: float = 1e-3, chunk: int = 8,
-                  score_block: int = 64, dtype=torch.float64) -> torch.Tensor:
+                  score_block: int = 64, dtype=torch.float64, score_dtype=torch.float32) -> torch.Tensor:
     """Test accuracy at every checkpoint, (models, checkpoints).
 
     train_x (models, n, features) and test_x (models, m, features): any numeric dtype (binary uint8 is fine);
     train_y (n,), test_y (m,): class labels shared by all models; `classes`: the labels seen in training.
+    The SGD runs in `dtype`; checkpoints are scored in `score_dtype` (float32 holds 0/1 features exactly; a
+    logit within float32 rounding of 0 may then be classified differently than in float64).
     """
     models, n, features = train_x.shape
     device = train_x.device
@@ -57,12 +59,15 @@ def fit_and_score(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Te
     schedule = checkpoint_schedule(n, chunk)
     accuracies = torch.empty((models, len(schedule)), dtype=torch.float64, device=device)
     block_w, block_b, block_index = [], [], []
+    test_features = test_x.to(score_dtype)  # once, not per block
 
     def score():
         # logits of standardised features = (w / scale) . x + (b - (w / scale) . mean)
         ws = torch.stack(block_w, 1) / scale[:, None, None, :]  # (models, k, problems, features)
         bs = torch.stack(block_b, 1) - (ws * mean[:, None, None, :]).sum(-1)
-        logits = torch.einsum("rmf,rkpf->rkmp", test_x.to(dtype), ws) + bs[:, :, None, :]
+        k, p = ws.shape[1], ws.shape[2]
+        logits = torch.bmm(test_features, ws.reshape(models, k * p, features).transpose(1, 2).to(score_dtype))
+        logits = logits.view(models, -1, k, p).transpose(1, 2) + bs[:, :, None, :].to(score_dtype)
         if binary:
             predicted = torch.where(logits[..., 0] > 0, classes_t[1], classes_t[0])
         else:
