@@ -3,8 +3,9 @@
 Every token of the task is mapped to a random letter, so prior knowledge of the words does not help. Sequences
 come one by one with the supervised tokens hidden; the player types each hidden letter; after each answer the
 true letter is shown, and after the sequence the whole sequence. A task ends after `streak` correct answers in a
-row (the reference game: 5; the paper's text: 10). A sequence with more than `streak + 1` supervised tokens is cut
-before its (streak + 1)-th one, as the reference game did.
+row (the paper's text: 10, the command's default; the reference game that produced the published scores: 5).
+A sequence with more than `streak + 1` supervised tokens is cut before its (streak + 1)-th one, as the reference
+game did.
 
 Scoring (paper): k correct answers in a row give accuracy k / streak, credited to the first answer of the series,
 so answering everything right from the start gives WADE 1. With a[q] = min(length of the run of correct answers
