@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from reprobench.arith import published
-from reprobench.arith.grid import fmt, fmt_range
+from reprobench.arith.grid import fmt
 from reprobench.arith.models import display_name
 from reprobench.core import compare, plotting, tables
 
