@@ -2,18 +2,20 @@
 # Outputs: results/wade/tables/table{4_wade,5_accuracy,6_parameters}.{md,csv,tex},
 # results/wade/figures/figure{1_time_to_threshold,3_learning_curves}.{png,pdf}, results/wade/comparison.csv.
 
+from reprobench.wade import grid as wade_grid
+
 WADE = config["wade"]
-WADE_RULES = list(range(256)) if WADE["reca_rules"] == "all" else list(WADE["reca_rules"])
-WADE_SEEDS = [WADE["base_seed"] + i for i in range(WADE["seeds"])]
-WADE_DATA = "results/wade/data/task={task}/seed={seed}.parquet"
-WADE_CURVE = "results/wade/curves/experiment=synthetic/model={model}/task={task}/config={config}/seed={seed}.parquet"
-WADE_SEQUENCE_RUNS = [("rnn", "default"), ("lstm", "default"), ("transformer", "faithful"), ("transformer", "corrected")]
+WADE_RULES = wade_grid.rules(WADE)
+WADE_SEEDS = wade_grid.seeds(WADE)
+WADE_DATA = wade_grid.DATA
+WADE_CURVE = wade_grid.CURVE
+WADE_SEQUENCE_RUNS = wade_grid.SEQUENCE_RUNS
 WADE_TABLES = [f"results/wade/tables/{t}.{e}" for t in ("table4_wade", "table5_accuracy", "table6_parameters")
                for e in ("md", "csv", "tex")]
 WADE_FIGURES = [f"results/wade/figures/{f}.{e}" for f in ("figure1_time_to_threshold", "figure3_learning_curves")
                 for e in ("png", "pdf")]
 IMDB = WADE["imdb"]
-IMDB_CURVE = "results/wade/curves/experiment=imdb/model={model}/seed={seed}.parquet"
+IMDB_CURVE = wade_grid.IMDB_CURVE
 IMDB_OUTPUTS = [f"results/wade/tables/table2_imdb.{e}" for e in ("md", "csv", "tex")] + [
     f"results/wade/figures/figure2_imdb_curves.{e}" for e in ("png", "pdf")]
 TARGETS["tables"].append("results/wade/tables/table2_imdb.md")
@@ -31,17 +33,9 @@ wildcard_constraints:
     config=r"[a-z0-9]+",
 
 
-def get_wade_curve(model, config, wildcards):
-    return WADE_CURVE.format(model=model, config=config, task=wildcards.task, seed=wildcards.seed)
-
-
 def get_wade_all_curves(wildcards):
-    out = []
-    for task in WADE["tasks"]:
-        for seed in WADE_SEEDS:
-            keys = [("reca", f"rule{r}") for r in WADE_RULES] + [("esn", "default")] + WADE_SEQUENCE_RUNS
-            out += [WADE_CURVE.format(model=m, config=c, task=task, seed=seed) for m, c in keys]
-    return out
+    return [WADE_CURVE.format(model=m, config=c, task=t, seed=s) for t in WADE["tasks"] for s in WADE_SEEDS
+            for m, c in wade_grid.runs(WADE)]
 
 
 localrules:

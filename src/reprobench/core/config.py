@@ -34,4 +34,8 @@ def expected_outputs(config: dict) -> dict[str, list[str]]:
         from reprobench.arith.grid import expected_curves
 
         out["arith"] = expected_curves(config["arith"])
+    if "wade" in config:
+        from reprobench.wade import grid as wade_grid
+
+        out["wade"] = wade_grid.expected_curves(config["wade"])
     return out
