@@ -35,7 +35,8 @@ def comparison_summary(path: str) -> str:
     import pandas as pd
 
     frame = pd.read_csv(path)
-    lines = ["| variant | result | numbers compared | within | outside | no interval |", "|---|---|---|---|---|---|"]
+    lines = ["| variant | result | numbers compared | within | outside | no verdict (no interval or no value) |",
+             "|---|---|---|---|---|---|"]
     for (variant, result), g in frame.groupby(["variant", "result"], sort=False):
         verdict = g["within"].astype("string")
         lines.append(f"| {variant} | {result} | {len(g)} | {int((verdict == 'True').sum())} | "
