@@ -1,21 +1,7 @@
-"""Seeds: every random stream is derived from an explicit integer, never from global state."""
+"""Seeds: random streams come from explicit integers. (The WADE task package draws from the global
+generators; reprobench.wade.tasks seeds them per run.)"""
 
 from __future__ import annotations
-
-import random
-
-import numpy as np
-
-
-def seed_everything(seed: int) -> None:
-    """Seed the global generators as a safety net; code should use explicit generators."""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    try:
-        import torch
-    except ImportError:  # torch is optional for CPU-only stages
-        return
-    torch.manual_seed(seed)
 
 
 def torch_generator(seed: int):

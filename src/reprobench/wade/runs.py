@@ -10,7 +10,7 @@ import numpy as np
 
 from reprobench.core import curves
 from reprobench.core.provenance import now
-from reprobench.wade import PAPER, readout, reservoir, sequence_models
+from reprobench.wade import PAPER, reservoir, sequence_models
 from reprobench.wade.tasks import Dataset, task_spec
 
 
@@ -84,6 +84,3 @@ def run_sequence_model(dataset: Dataset, seed: int, model: str, variant: str, ep
                                                                                 variant))},
               time.monotonic() - t0, start)
 
-
-def n_checkpoints_reservoir(dataset: Dataset) -> int:
-    return readout.n_checkpoints(int(sum(len(m) for m, t in zip(dataset.masks, dataset.train) if t)))
