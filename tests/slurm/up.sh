@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Bring up a one-node Slurm cluster on this machine (Debian, as root) for the tests:
+# installs slurm-wlm and munge if missing, writes a one-node slurm.conf (this host's short name, its real CPUs
+# and memory, one partition), starts munged, slurmctld and slurmd, and waits until the node is idle.
+# tests/slurm/down.sh stops exactly the processes this script started (by the PIDs it records).
+#   REPROBENCH_SLURM_PARTITION   partition name (default: debug)
+#   REPROBENCH_SLURM_STATE       folder for state, spool, logs and PIDs (default: /tmp/reprobench-slurm)
+#   REPROBENCH_SLURM_GPUS        GPUs the node advertises (default 1): a counted 'gpu' gres without a device, so
+#                                that jobs asking for --gpus=1, as the profile does, can run on a CPU machine
+set -euo pipefail
+PARTITION=${REPROBENCH_SLURM_PARTITION:-debug}
+GPUS=${REPROBENCH_SLURM_GPUS:-1}
+STATE=${REPROBENCH_SLURM_STATE:-/tmp/reprobench-slurm}
+[ "$(id -u)" = 0 ] || { echo "up.sh: must run as root" >&2; exit 2; }
+if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null
+fi
+if [ -s "$STATE/pids" ] && sinfo -h -o %t 2>/dev/null | grep -q idle; then
+  echo "up.sh: already running ($STATE/pids)"; exit 0
+fi
+HOST=$(hostname -s)
+mkdir -p "$STATE"/{state,spool,log} /etc/slurm /etc/munge /run/munge /var/log/munge /var/lib/munge
+if [ ! -s /etc/munge/munge.key ]; then
+  dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
+fi
+chown -R munge:munge /etc/munge /run/munge /var/log/munge /var/lib/munge
+chmod 400 /etc/munge/munge.key
+# The node's real hardware as slurmd sees it; memory a little below the total so that the node registers.
+HARDWARE=$(slurmd -C | head -n 1 | sed -e 's/^NodeName=[^ ]* //' -e 's/ UpTime=.*//')
+MEMORY=$(( $(echo "$HARDWARE" | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p') * 9 / 10 ))
+HARDWARE=$(echo "$HARDWARE" | sed "s/RealMemory=[0-9]*/RealMemory=$MEMORY/")
+cat > /etc/slurm/slurm.conf <<CONF
+ClusterName=reprobench
+SlurmctldHost=$HOST
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+StateSaveLocation=$STATE/state
+SlurmdSpoolDir=$STATE/spool
+SlurmctldPidFile=$STATE/slurmctld.pid
+SlurmdPidFile=$STATE/slurmd.pid
+SlurmctldLogFile=$STATE/log/slurmctld.log
+SlurmdLogFile=$STATE/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+ReturnToService=2
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+GresTypes=gpu
+NodeName=$HOST $HARDWARE Gres=gpu:$GPUS State=UNKNOWN
+PartitionName=$PARTITION Nodes=$HOST Default=YES MaxTime=INFINITE State=UP
+CONF
+# one gres line per advertised GPU; /dev/null stands in for the device file (no cgroup enforcement here)
+: > /etc/slurm/gres.conf
+for _ in $(seq "$GPUS"); do echo "NodeName=$HOST Name=gpu File=/dev/null" >> /etc/slurm/gres.conf; done
+: > "$STATE/pids"
+munged --force --pid-file="$STATE/munged.pid" 2>>"$STATE/log/munged.log" || munged --force
+sleep 1
+cat "$STATE/munged.pid" >> "$STATE/pids" 2>/dev/null || pgrep -n munged >> "$STATE/pids"
+slurmctld -i
+slurmd
+for _ in $(seq 30); do [ -s "$STATE/slurmctld.pid" ] && [ -s "$STATE/slurmd.pid" ] && break; sleep 1; done
+cat "$STATE/slurmctld.pid" "$STATE/slurmd.pid" >> "$STATE/pids"
+for _ in $(seq 60); do
+  if sinfo -h -o %t 2>/dev/null | grep -q idle; then
+    echo "up.sh: node $HOST idle in partition $PARTITION (PIDs: $(tr '\n' ' ' < "$STATE/pids"))"; exit 0
+  fi
+  scontrol update nodename="$HOST" state=resume >/dev/null 2>&1 || true
+  sleep 1
+done
+echo "up.sh: the node did not become idle; see $STATE/log" >&2
+sinfo >&2 || true
+exit 1
