@@ -57,6 +57,24 @@ def write_curve(rows: dict, path: str | os.PathLike, record: dict) -> None:
     write_table(table, path, record)
 
 
+def series_rows(seed: int, series) -> dict:
+    """Curve columns from [(split, metric, values)], where values[k] belongs to step k."""
+    rows = {"seed": [], "step": [], "split": [], "metric": [], "value": []}
+    for split, metric, values in series:
+        values = [float(v) for v in values]
+        rows["seed"] += [seed] * len(values)
+        rows["step"] += list(range(len(values)))
+        rows["split"] += [split] * len(values)
+        rows["metric"] += [metric] * len(values)
+        rows["value"] += values
+    return rows
+
+
+def wide(frame):
+    """One column per metric, one row per step (the first value where a metric has several splits)."""
+    return frame.pivot_table(index="step", columns="metric", values="value", aggfunc="first").sort_index()
+
+
 def read_metadata(path: str | os.PathLike) -> dict:
     """The provenance record of a Parquet file written by this package; a clear error otherwise."""
     path = Path(path)

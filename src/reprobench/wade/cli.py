@@ -139,30 +139,27 @@ def cmd_sequence(args) -> None:
 
 
 def cmd_aggregate(args) -> None:
-    import numpy as np
     import pandas as pd
     import pyarrow as pa
 
     from reprobench.core import curves
     from reprobench.wade import PAPER
-    from reprobench.wade.summary import run_summary
+    from reprobench.wade.summary import mean_curve, run_summary
 
     rows, accs = [], {}
     for path in args.curves:
         frame, record = curves.read_curve(path)
-        rows += run_summary(frame, record)
-        wide = frame.pivot_table(index="step", columns="metric", values="value", aggfunc="first").sort_index()
+        table = curves.wide(frame)
+        rows += run_summary(table, record)
         key = (int(record["setting"]["task"]), record["model"], record["setting"]["config"])
-        accs.setdefault(key, []).append((wide["accuracy"].to_numpy(), wide["sequences"].to_numpy()))
+        accs.setdefault(key, []).append((table["accuracy"].to_numpy(), table["sequences"].to_numpy()))
     runs = pd.DataFrame(rows)
     mean_rows = []
     for (task, model, config), series in accs.items():
-        length = min(len(a) for a, _ in series)  # as the reference: truncate to the shortest run
-        stack = np.stack([a[:length] for a, _ in series])
-        sequences = np.mean([s[:length] for _, s in series], axis=0)
-        for k in range(length):
-            mean_rows.append({"task": task, "model": model, "config": config, "step": k, "sequences": sequences[k],
-                              "mean": stack[:, k].mean(), "std": stack[:, k].std(), "n": len(series)})
+        mean, std = mean_curve([a for a, _ in series])
+        sequences, _ = mean_curve([s for _, s in series])
+        mean_rows += [{"task": task, "model": model, "config": config, "step": k, "sequences": sequences[k],
+                       "mean": mean[k], "std": std[k], "n": len(series)} for k in range(len(mean))]
     meta = {"paper": PAPER, "experiment": "synthetic", "stage": "aggregate", "scale": ",".join(sorted(runs["scale"].unique())),
             "variant": "faithful,corrected", **curves.base_record()}
     curves.write_table(pa.Table.from_pandas(runs, preserve_index=False), args.out, meta)

@@ -80,14 +80,6 @@ def play(dataset: Dataset, seed: int, streak: int = 5, max_questions: int = 500,
     return answers
 
 
-def session_rows(answers: list[bool], streak: int) -> dict:
-    a = streak_curve(answers, streak)
-    k = list(range(len(answers)))
-    return {"seed": [0] * 2 * len(k), "step": k + k, "split": ["test"] * 2 * len(k),
-            "metric": ["correct"] * len(k) + ["streak_accuracy"] * len(k),
-            "value": [float(x) for x in answers] + a.tolist()}
-
-
 def run_session(dataset: Dataset, seed: int, streak: int, out: str, stdin=None, stdout=None) -> float:
     from reprobench.core import curves
     from reprobench.core.provenance import now
@@ -102,7 +94,9 @@ def run_session(dataset: Dataset, seed: int, streak: int, out: str, stdin=None, 
         setting={"task": spec.id, "task_name": spec.name, "streak": streak, "data_seed": dataset.seed},
         config={"streak": streak}, device="human", wall_time_s=round(time.monotonic() - t0, 1), start=start,
         end=now())
-    curves.write_curve(session_rows(answers, streak) | {"seed": [seed] * 2 * len(answers)}, out, record)
+    rows = curves.series_rows(seed, [("test", "correct", answers), ("test", "streak_accuracy",
+                                                                     streak_curve(answers, streak))])
+    curves.write_curve(rows, out, record)
     return human_wade(answers, streak)
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 from reprobench.core import compare, curves, plotting, tables
 from reprobench.core.provenance import base_record, now
 from reprobench.wade import PAPER, imdb, imdb_models, metric, published
+from reprobench.wade.summary import mean_curve
 
 DISPLAY = {"rnn": "RNN", "lstm": "LSTM", "gru": "GRU", "transformer": "Transformer", "linear": "Linear"}
 
@@ -52,9 +53,7 @@ def train_run(data_path: str, model: str, seed: int, epochs: int, eval_every: in
     start, t0 = now(), time.monotonic()
     examples, acc = imdb_models.train(model, int(meta["vocabulary"]), *split["train"], *split["test"], seed,
                                       epochs=epochs, eval_every_examples=eval_every, device=device)
-    k = list(range(len(acc)))
-    rows = {"seed": [seed] * 2 * len(k), "step": k + k, "split": ["test"] * len(k) + ["train"] * len(k),
-            "metric": ["accuracy"] * len(k) + ["examples"] * len(k), "value": list(acc) + list(map(float, examples))}
+    rows = curves.series_rows(seed, [("test", "accuracy", acc), ("train", "examples", examples)])
     record = curves.provenance(
         paper=PAPER, experiment="imdb", model=model, seed=seed, scale=scale, variant="all",
         setting={"dataset": "imdb", "synthetic": bool(meta["synthetic"]), "vocabulary": int(meta["vocabulary"])},
@@ -69,21 +68,19 @@ def summarise(paths: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows, series = [], {}
     for path in paths:
         frame, record = curves.read_curve(path)
-        wide = frame.pivot_table(index="step", columns="metric", values="value", aggfunc="first").sort_index()
-        acc = wide["accuracy"].to_numpy()
+        table = curves.wide(frame)
+        acc = table["accuracy"].to_numpy()
         for variant in ("faithful", "corrected"):
             smoothed = imdb_models.ewma(acc) if (variant == "faithful" and record["model"] == "linear") else acc
             rows.append({"model": record["model"], "seed": int(record["seed"]), "variant": variant,
                          "wade_x100": 100 * metric.wade(smoothed, conv), "max_accuracy": float(acc.max()),
                          "synthetic": bool(record["setting"]["synthetic"]), "scale": record["scale"]})
-        series.setdefault(record["model"], []).append((wide["examples"].to_numpy(), acc))
+        series.setdefault(record["model"], []).append((table["examples"].to_numpy(), acc))
     mean_rows = []
     for model, runs in series.items():
-        length = min(len(a) for _, a in runs)
-        stack = np.stack([a[:length] for _, a in runs])
-        for k in range(length):
-            mean_rows.append({"model": model, "step": k, "examples": runs[0][0][k], "mean": stack[:, k].mean(),
-                              "std": stack[:, k].std(), "n": len(runs)})
+        mean, std = mean_curve([a for _, a in runs])
+        mean_rows += [{"model": model, "step": k, "examples": runs[0][0][k], "mean": mean[k], "std": std[k],
+                       "n": len(runs)} for k in range(len(mean))]
     return pd.DataFrame(rows), pd.DataFrame(mean_rows)
 
 

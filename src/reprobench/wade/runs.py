@@ -27,18 +27,10 @@ def sequence_progress(n_steps: int) -> np.ndarray:
 
 
 def curve_rows(seed: int, accuracy: np.ndarray, sequences: np.ndarray, items: np.ndarray | None = None) -> dict:
-    k = np.arange(len(accuracy))
-    rows = {"seed": [], "step": [], "split": [], "metric": [], "value": []}
     series = [("test", "accuracy", accuracy), ("train", "sequences", sequences)]
     if items is not None:
         series.append(("train", "items", items))
-    for split, metric, values in series:
-        rows["seed"] += [seed] * len(k)
-        rows["step"] += k.tolist()
-        rows["split"] += [split] * len(k)
-        rows["metric"] += [metric] * len(k)
-        rows["value"] += np.asarray(values, dtype=float).tolist()
-    return rows
+    return curves.series_rows(seed, series)
 
 
 def write_run(path: str, dataset: Dataset, model: str, config_key: str, variant: str, seed: int, scale: str,

@@ -39,8 +39,15 @@ def default_items_per_sequence(task_id: int, seed: int = 0) -> float:
         np.random.set_state(state[1])
 
 
-def run_summary(frame: pd.DataFrame, record: dict) -> list[dict]:
-    wide = frame.pivot_table(index="step", columns="metric", values="value", aggfunc="first").sort_index()
+def mean_curve(curves: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, std) across runs, each run truncated to the shortest, as the reference's notebooks did."""
+    length = min(len(c) for c in curves)
+    stack = np.stack([np.asarray(c)[:length] for c in curves])
+    return stack.mean(0), stack.std(0)
+
+
+def run_summary(wide: pd.DataFrame, record: dict) -> list[dict]:
+    """Rows for one run; `wide` is its curve with one column per metric (core.curves.wide)."""
     acc = wide["accuracy"].to_numpy()
     setting = record["setting"]
     model, task = record["model"], int(setting["task"])
