@@ -108,3 +108,41 @@ def test_a_nan_seed_ends_and_the_others_continue(monkeypatch):
     assert sorted(set(curves[1]["step"])) == [0]  # the crashed run keeps its partial curve
     for seed in (0, 2):
         np.testing.assert_allclose(curves[seed]["value"], clean[seed]["value"], rtol=1e-9, atol=0)
+
+
+def test_resume_keeps_a_nan_seen_just_before_the_checkpoint(tmp_path, monkeypatch):
+    """A NaN at step 100 (an evaluation step, so a checkpoint follows at once) ends that seed at step 150, also
+    when the run is killed right after that checkpoint and resumed from it."""
+    real_batch = trainer.SeedBatch.batch
+
+    def transient_nan(self, step):
+        x, t = real_batch(self, step)
+        if step == 100:
+            t = t.clone()
+            t[1] = float("nan")
+        return x, t
+
+    monkeypatch.setattr(trainer.SeedBatch, "batch", transient_nan)
+    full, state = trainer.train(SETTING, [0, 1], CFG64, "cpu", progress=False)
+    assert state.ended_at.tolist() == [-1, 150]
+    calls = {"n": 0}
+    real_step = torch.optim.Adam.step
+
+    def dying_step(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] > 101:
+            raise KeyboardInterrupt("killed")
+        return real_step(self, *args, **kwargs)
+
+    ckpt = tmp_path / "run.pt"
+    monkeypatch.setattr(torch.optim.Adam, "step", dying_step)
+    with pytest.raises(KeyboardInterrupt):
+        trainer.train(SETTING, [0, 1], CFG64, "cpu", checkpoint=str(ckpt), checkpoint_every_s=0, progress=False)
+    monkeypatch.setattr(torch.optim.Adam, "step", real_step)
+    assert torch.load(ckpt, weights_only=False)["state"]["step"] == 101
+    resumed, resumed_state = trainer.train(SETTING, [0, 1], CFG64, "cpu", checkpoint=str(ckpt), progress=False)
+    assert resumed_state.ended_at.tolist() == [-1, 150]
+    for seed in (0, 1):  # seed 1's train loss at step 100 is NaN, so compare as arrays (NaN equals NaN there)
+        assert {k: v for k, v in resumed[seed].items() if k != "value"} == \
+            {k: v for k, v in full[seed].items() if k != "value"}
+        np.testing.assert_array_equal(resumed[seed]["value"], full[seed]["value"])

@@ -3,12 +3,13 @@
 # installs slurm-wlm and munge if missing, writes a one-node slurm.conf (this host's short name, its real CPUs
 # and memory, one partition), starts munged, slurmctld and slurmd, and waits until the node is idle.
 # tests/slurm/down.sh stops exactly the processes this script started (by the PIDs it records).
-#   REPROBENCH_SLURM_PARTITION   partition name (default: debug)
+#   REPROBENCH_SLURM_PARTITIONS  partition names, space-separated, all on this node; the first is the default
+#                                (default: "cpu gpu", so that a test can see which partition a job went to)
 #   REPROBENCH_SLURM_STATE       folder for state, spool, logs and PIDs (default: /tmp/reprobench-slurm)
 #   REPROBENCH_SLURM_GPUS        GPUs the node advertises (default 1): a counted 'gpu' gres without a device, so
 #                                that jobs asking for --gpus=1, as the profile does, can run on a CPU machine
 set -euo pipefail
-PARTITION=${REPROBENCH_SLURM_PARTITION:-debug}
+PARTITIONS=${REPROBENCH_SLURM_PARTITIONS:-cpu gpu}
 GPUS=${REPROBENCH_SLURM_GPUS:-1}
 STATE=${REPROBENCH_SLURM_STATE:-/tmp/reprobench-slurm}
 [ "$(id -u)" = 0 ] || { echo "up.sh: must run as root" >&2; exit 2; }
@@ -54,8 +55,12 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 GresTypes=gpu
 NodeName=$HOST $HARDWARE Gres=gpu:$GPUS State=UNKNOWN
-PartitionName=$PARTITION Nodes=$HOST Default=YES MaxTime=INFINITE State=UP
 CONF
+default=YES
+for p in $PARTITIONS; do
+  echo "PartitionName=$p Nodes=$HOST Default=$default MaxTime=INFINITE State=UP" >> /etc/slurm/slurm.conf
+  default=NO
+done
 # one gres line per advertised GPU; /dev/null stands in for the device file (no cgroup enforcement here)
 : > /etc/slurm/gres.conf
 for _ in $(seq "$GPUS"); do echo "NodeName=$HOST Name=gpu File=/dev/null" >> /etc/slurm/gres.conf; done
@@ -69,7 +74,7 @@ for _ in $(seq 30); do [ -s "$STATE/slurmctld.pid" ] && [ -s "$STATE/slurmd.pid"
 cat "$STATE/slurmctld.pid" "$STATE/slurmd.pid" >> "$STATE/pids"
 for _ in $(seq 60); do
   if sinfo -h -o %t 2>/dev/null | grep -q idle; then
-    echo "up.sh: node $HOST idle in partition $PARTITION (PIDs: $(tr '\n' ' ' < "$STATE/pids"))"; exit 0
+    echo "up.sh: node $HOST idle in partitions $PARTITIONS (PIDs: $(tr '\n' ' ' < "$STATE/pids"))"; exit 0
   fi
   scontrol update nodename="$HOST" state=resume >/dev/null 2>&1 || true
   sleep 1

@@ -87,6 +87,8 @@ class State:
     alive: np.ndarray  # (seeds,) bool: not yet ended by a NaN
     ended_at: np.ndarray  # (seeds,) int64: evaluation step at which a NaN was found, -1 if none
     records: list  # [(step, split, metric, values (seeds,) float64, mask (seeds,) bool)]
+    # (seeds,) bool: a NaN seen since the last evaluation; saved so that a resumed run ends the same seeds
+    nan_seen: np.ndarray | None = None
 
 
 def _save_checkpoint(path: Path, net, opt, state: State, identity: dict) -> None:
@@ -119,7 +121,7 @@ def train(setting: Setting, seeds: list[int], cfg: TrainConfig, device, checkpoi
     ckpt = Path(checkpoint) if checkpoint else None
     state = (_load_checkpoint(ckpt, net, opt, identity) if ckpt else None) or State(
         step=0, alive=np.ones(len(seeds), bool), ended_at=np.full(len(seeds), -1), records=[])
-    nan_seen = torch.tensor(~state.alive, device=torch_device)
+    nan_seen = torch.tensor(~state.alive if state.nan_seen is None else state.nan_seen, device=torch_device)
     bar = Progress(cfg.iterations + 1 - state.step, f"{setting.model}/{setting.experiment} x{len(seeds)} seeds") \
         if progress else None
     last_save, since = time.monotonic(), state.step
@@ -152,7 +154,7 @@ def train(setting: Setting, seeds: list[int], cfg: TrainConfig, device, checkpoi
                 bar.update(step + 1 - since, f"alive {int(state.alive.sum())}/{len(seeds)}")
                 since = step + 1
             if ckpt and time.monotonic() - last_save >= checkpoint_every_s:
-                state.step = step + 1
+                state.step, state.nan_seen = step + 1, nan_seen.cpu().numpy()
                 _save_checkpoint(ckpt, net, opt, state, identity)
                 last_save = time.monotonic()
     else:
