@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -32,3 +33,32 @@ def workdir(tmp_path):
     """A scratch working directory holding the default config (Snakemake reads config.yaml from here)."""
     shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
     return tmp_path
+
+
+def write_config(workdir, edit):
+    """config.yaml in `workdir`: the default config with `edit(config)` applied."""
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    edit(config)
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+def tiny(config):
+    """The tiny configuration: every rule of arith and WADE (IMDB on its synthetic stand-in) in about a minute."""
+    a = config["arith"]
+    a.update(eval_every=50, selection_window=4, validation_size=500, test_size=500)
+    a["threshold"]["samples"] = 20000
+    a["operations"].update(seeds=2, iterations=1500, cells={"sub": ["nac_add"], "mul": ["nac_mul", "nalu"]})
+    a["sweeps"].update(seeds=2, iterations=100, models=["nac_mul", "nalu"], input_size=[4, 10], hidden_size=[2, 3],
+                       overlap=[0.5], subset=[0.25], range=a["sweeps"]["range"][:2])
+    config["wade"].update(tasks=[1, 5], seeds=2, max_sequences=60, reca_rules=[34, 206], epochs=1)
+    config["wade"]["imdb"].update(models=["linear", "lstm"], seeds=2, epochs=1, eval_every=16, synthetic_train=64,
+                                  synthetic_test=32)
+
+
+@pytest.fixture(scope="session")
+def tiny_local_run(tmp_path_factory):
+    """The tiny configuration run once locally (`--cores 2`); shared by the end-to-end and the Slurm tests."""
+    workdir = tmp_path_factory.mktemp("tiny-local")
+    write_config(workdir, tiny)
+    run_snakemake(["--snakefile", str(ROOT / "Snakefile"), "--cores", "2"], cwd=workdir)
+    return workdir

@@ -99,6 +99,19 @@ def test_tokenizer_has_no_special_tokens():
     assert tok.id_to_token(0) == "!"  # what the reference pads with
 
 
+def test_tokenizer_training_is_deterministic(tmp_path):
+    """The plain trainer gave 20 different vocabularies in 20 trainings of this corpus (tokenizers#1794)."""
+    data = imdb.read(imdb.make_synthetic(tmp_path / "imdb", 64, 32, 0))
+    texts = data["train"][0] + data["test"][0]
+    vocabularies = {tuple(sorted(imdb.train_tokenizer(texts).get_vocab().items())) for _ in range(8)}
+    assert len(vocabularies) == 1
+    vocab = dict(next(iter(vocabularies)))
+    alphabet = sorted(t for t in vocab if len(t) == 1)
+    assert [vocab[t] for t in alphabet] == list(range(len(alphabet)))  # ids laid out as the trainer does
+    subwords = sorted(t for t in vocab if len(t) == 3 and t.startswith("##"))
+    assert [vocab[t] for t in subwords] == list(range(len(alphabet), len(alphabet) + len(subwords)))
+
+
 def test_models_shapes_init_and_padding_in_the_transformer_mean():
     torch.manual_seed(0)
     tokens = torch.tensor([[5, 6, 7, 0, 0], [8, 9, 10, 11, 12]])

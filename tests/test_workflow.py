@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import ROOT, run_snakemake
+from conftest import ROOT, run_snakemake, write_config
 from reprobench.core.curves import read_curve
 
 SNAKEFILE = str(ROOT / "Snakefile")
@@ -16,12 +16,6 @@ CURVE = re.compile(r"results/arith/curves/[^,\s]+?\.parquet")
 
 def planned_curves(output: str) -> set[str]:
     return set(CURVE.findall(output))
-
-
-def write_config(workdir, edit):
-    config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    edit(config)
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
 
 
 def test_default_config_plans_every_run_of_the_small_grid(workdir):
@@ -72,22 +66,9 @@ def test_bad_config_stops_with_a_message_naming_the_key(workdir, edit, words):
     assert not (workdir / "results").exists()
 
 
-def tiny(config):
-    a = config["arith"]
-    a.update(eval_every=50, selection_window=4, validation_size=500, test_size=500)
-    a["threshold"]["samples"] = 20000
-    a["operations"].update(seeds=2, iterations=1500, cells={"sub": ["nac_add"], "mul": ["nac_mul", "nalu"]})
-    a["sweeps"].update(seeds=2, iterations=100, models=["nac_mul", "nalu"], input_size=[4, 10], hidden_size=[2, 3],
-                       overlap=[0.5], subset=[0.25], range=a["sweeps"]["range"][:2])
-    config["wade"].update(tasks=[1, 5], seeds=2, max_sequences=60, reca_rules=[34, 206], epochs=1)
-    config["wade"]["imdb"].update(models=["linear", "lstm"], seeds=2, epochs=1, eval_every=16, synthetic_train=64,
-                                  synthetic_test=32)
-
-
 @pytest.mark.slow
-def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(workdir):
-    write_config(workdir, tiny)
-    run_snakemake(["--snakefile", SNAKEFILE, "--cores", "2"], cwd=workdir)
+def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local_run):
+    workdir = tiny_local_run
     results = workdir / "results"
     for name in ("arith/tables/operations.md", "arith/tables/operations.csv", "arith/tables/operations.tex",
                  "arith/figures/parameters.png", "arith/figures/parameters.pdf", "arith/comparison.csv", "report.md"):

@@ -61,17 +61,30 @@ for p in $PARTITIONS; do
   echo "PartitionName=$p Nodes=$HOST Default=$default MaxTime=INFINITE State=UP" >> /etc/slurm/slurm.conf
   default=NO
 done
-# one gres line per advertised GPU; /dev/null stands in for the device file (no cgroup enforcement here)
+# One gres line per advertised GPU. Slurm wants a distinct device file for each; empty placeholder files stand in
+# (this node enforces nothing through cgroups, so a job only gets its count and CUDA_VISIBLE_DEVICES).
 : > /etc/slurm/gres.conf
-for _ in $(seq "$GPUS"); do echo "NodeName=$HOST Name=gpu File=/dev/null" >> /etc/slurm/gres.conf; done
+mkdir -p "$STATE/dev"
+for i in $(seq 0 $((GPUS - 1))); do
+  : > "$STATE/dev/gpu$i"
+  echo "NodeName=$HOST Name=gpu File=$STATE/dev/gpu$i" >> /etc/slurm/gres.conf
+done
 : > "$STATE/pids"
-munged --force --pid-file="$STATE/munged.pid" 2>>"$STATE/log/munged.log" || munged --force
-sleep 1
-cat "$STATE/munged.pid" >> "$STATE/pids" 2>/dev/null || pgrep -n munged >> "$STATE/pids"
-slurmctld -i
-slurmd
-for _ in $(seq 30); do [ -s "$STATE/slurmctld.pid" ] && [ -s "$STATE/slurmd.pid" ] && break; sleep 1; done
-cat "$STATE/slurmctld.pid" "$STATE/slurmd.pid" >> "$STATE/pids"
+fail() { echo "up.sh: $1; last lines of $2:" >&2; tail -n 20 "$2" >&2 || true; exit 1; }
+# Start one daemon and record its PID at once, so that down.sh can stop whatever did start.
+start() {  # start NAME PIDFILE LOGFILE COMMAND...
+  local name=$1 pidfile=$2 logfile=$3; shift 3
+  "$@" || fail "$name did not start" "$logfile"
+  for _ in $(seq 30); do [ -s "$pidfile" ] && break; sleep 0.2; done
+  [ -s "$pidfile" ] || fail "$name wrote no PID file" "$logfile"
+  cat "$pidfile" >> "$STATE/pids"
+  sleep 0.5
+  kill -0 "$(cat "$pidfile")" 2>/dev/null || fail "$name exited" "$logfile"
+}
+start munged "$STATE/munged.pid" "$STATE/log/munged.log" munged --force --pid-file="$STATE/munged.pid" \
+  --log-file="$STATE/log/munged.log"
+start slurmctld "$STATE/slurmctld.pid" "$STATE/log/slurmctld.log" slurmctld -i
+start slurmd "$STATE/slurmd.pid" "$STATE/log/slurmd.log" slurmd
 for _ in $(seq 60); do
   if sinfo -h -o %t 2>/dev/null | grep -q idle; then
     echo "up.sh: node $HOST idle in partitions $PARTITIONS (PIDs: $(tr '\n' ' ' < "$STATE/pids"))"; exit 0

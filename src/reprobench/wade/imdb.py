@@ -99,11 +99,30 @@ def read(root: str | os.PathLike) -> dict[str, tuple[list[str], np.ndarray]]:
 def train_tokenizer(texts):
     """WordPiece as the reference: NFD + lowercase + strip accents, whitespace pre-tokenizer, trained on train
     and test text with the model's default trainer (30k vocabulary and no special tokens, so there is no [PAD]
-    or [UNK] token and padding id 0 is the token '!')."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+    or [UNK] token and padding id 0 is the token '!').
 
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.Sequence([normalizers.NFD(), normalizers.Lowercase(), normalizers.StripAccents()])
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.train_from_iterator(texts)
-    return tok
+    Made deterministic (docs/DEVIATIONS.md, V12). The trainer gives the continuing-subword tokens ('##e', ...) their
+    ids in hash-map order, and those ids break ties between equally frequent merges, so the reference's vocabulary
+    changes from run to run (huggingface/tokenizers#1794). Here those tokens are registered first, sorted, so the
+    same text always gives the same vocabulary; then the ids are laid out as the trainer would (alphabet, then
+    '##' tokens, then merges in order) and the tokenizer is rebuilt without any special tokens."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    def fresh(model):
+        tok = Tokenizer(model)
+        tok.normalizer = normalizers.Sequence([normalizers.NFD(), normalizers.Lowercase(), normalizers.StripAccents()])
+        tok.pre_tokenizer = pre_tokenizers.Whitespace()
+        return tok
+
+    tok = fresh(models.WordPiece(unk_token="[UNK]"))
+    continuing = set()
+    for text in texts:
+        for word, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(text)):
+            continuing.update(word[1:])
+    subwords = ["##" + c for c in sorted(continuing)]
+    tok.train_from_iterator(texts, trainers.WordPieceTrainer(special_tokens=subwords))
+    trained = sorted(tok.get_vocab().items(), key=lambda item: item[1])
+    alphabet = [t for t, i in trained[len(subwords):] if len(t) == 1]
+    merges = [t for t, i in trained[len(subwords):] if len(t) > 1]
+    layout = alphabet + subwords + merges
+    return fresh(models.WordPiece({t: i for i, t in enumerate(layout)}, unk_token="[UNK]"))

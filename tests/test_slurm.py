@@ -1,0 +1,239 @@
+"""`snakemake --profile slurm` against a real one-node Slurm cluster that tests/slurm/up.sh brings up.
+
+The node advertises counted GPUs without devices (see up.sh), so the profile's real request (`--gpus=1` per grouped
+job, training rules on the GPU partition) is scheduled by Slurm as written. The only override fits the profile to
+one small node: `mem_mb` and `cpus_per_gpu` are capped at the node's share per GPU. Everything else (account,
+partitions, runtimes, groups, retries) comes from slurm/config.yaml unchanged.
+"""
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from conftest import ROOT, run_snakemake, snakemake_cmd, tiny, write_config
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+SLURM = ROOT / "tests" / "slurm"
+PROFILE = yaml.safe_load((ROOT / "slurm" / "config.yaml").read_text())
+GROUPS = {}  # profile group -> its training rules
+for _rule, _group in PROFILE["groups"].items():
+    GROUPS.setdefault(_group, set()).add(_rule)
+TRAINING_RULES = set(PROFILE["groups"])
+SITE = {"SLURM_ACCOUNT": "reprobench", "REPROBENCH_CPU_PARTITION": "cpu", "REPROBENCH_GPU_PARTITION": "gpu"}
+NODE_GPUS = 2  # two one-GPU allocations side by side on the 2-core CI machine
+ARITH_TARGETS = ["results/arith/comparison.csv", "results/arith/tables/operations.md",
+                 "results/arith/figures/parameters.png"]
+
+
+def why_no_cluster() -> str | None:
+    if os.geteuid() != 0:
+        return "the Slurm test needs root: tests/slurm/up.sh installs slurm-wlm and munge and starts their daemons"
+    if not shutil.which("slurmctld") and not shutil.which("apt-get"):
+        return "the Slurm test needs apt-get (Debian) to install slurm-wlm and munge"
+    return None
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A running one-node cluster; stopped afterwards if this fixture started it. Yields the node's resources."""
+    reason = why_no_cluster()
+    if reason:
+        print(f"SKIPPED: {reason}")
+        pytest.skip(reason)
+    env = dict(os.environ, REPROBENCH_SLURM_GPUS=str(NODE_GPUS), REPROBENCH_SLURM_PARTITIONS="cpu gpu")
+    up = subprocess.run(["bash", str(SLURM / "up.sh")], env=env, capture_output=True, text=True, timeout=1200)
+    assert up.returncode == 0, f"tests/slurm/up.sh failed:\n{up.stdout}\n{up.stderr}"
+    print(up.stdout.strip())
+    node = subprocess.run(["scontrol", "-o", "show", "node"], capture_output=True, text=True, check=True).stdout
+    fields = dict(item.split("=", 1) for item in node.split() if "=" in item)
+    yield {"cpus": int(fields["CPUTot"]), "mem_mb": int(fields["RealMemory"]),
+           "gpus": int(re.search(r"gpu:(\d+)", fields["Gres"]).group(1))}
+    if "already running" not in up.stdout:
+        subprocess.run(["bash", str(SLURM / "down.sh")], env=env, timeout=120)
+
+
+def fitted_resources(node) -> list[str]:
+    """The profile's set-resources, every key kept, with memory and CPUs capped at one GPU's share of the node.
+
+    A command-line --set-resources replaces the profile's whole set-resources (seen here: the training jobs then
+    went to the CPU partition), so every entry is passed again, with $VARS expanded as the profile would."""
+    mem, cpus = node["mem_mb"] // node["gpus"], max(1, node["cpus"] // node["gpus"])
+    args = []
+    for rule, resources in PROFILE["set-resources"].items():
+        for key, value in resources.items():
+            value = {"mem_mb": min(value, mem) if key == "mem_mb" else value,
+                     "cpus_per_gpu": min(value, cpus) if key == "cpus_per_gpu" else value}.get(key, value)
+            value = os.path.expandvars(str(value)) if isinstance(value, str) else value
+            args.append(f"{rule}:{key}={value}")
+    return args
+
+
+def slurm_command(node, *extra) -> list[str]:
+    return ["--snakefile", str(ROOT / "Snakefile"), "--profile", str(ROOT / "slurm"), "--configfile", "config.yaml",
+            "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "2",
+            "--slurm-keep-successful-logs", "--verbose", "--set-resources", *fitted_resources(node), *extra]
+
+
+def sbatch_calls(log: str) -> list[dict]:
+    """Each sbatch command line the plugin ran: its options and the Snakemake jobs it carried."""
+    calls = []
+    for line in re.findall(r"sbatch call: (sbatch .*)", log):
+        wrapped = re.search(r'--wrap="(.*)"', line).group(1)
+        targets = re.search(r"--target-jobs (.*?) --allowed-rules", wrapped).group(1)
+        calls.append({"line": line, "options": line.split("--wrap=")[0], "jobs": re.findall(r"'([^']+)'", targets),
+                      "attempt": int(re.search(r"--attempt (\d+)", wrapped).group(1))})
+    return calls
+
+
+def job_stats(log: str) -> dict[str, int]:
+    table = log.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+
+
+def different_files(a: Path, b: Path) -> list[str]:
+    """Files that differ between two results folders: Parquet by data (provenance records host and time), the
+    rest by bytes. Missing files on either side count."""
+    files_a = {p.relative_to(a) for p in a.rglob("*") if p.is_file()}
+    files_b = {p.relative_to(b) for p in b.rglob("*") if p.is_file()}
+    differ = [f"only in one run: {p}" for p in sorted(files_a ^ files_b)]
+    for rel in sorted(files_a & files_b):
+        if rel.suffix == ".parquet":
+            same = pq.read_table(a / rel).replace_schema_metadata(None).equals(
+                pq.read_table(b / rel).replace_schema_metadata(None))
+        else:
+            same = (a / rel).read_bytes() == (b / rel).read_bytes()
+        if not same:
+            differ.append(str(rel))
+    return differ
+
+
+def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(cluster, tmp_path, tiny_local_run):
+    write_config(tmp_path, tiny)
+    proc = run_snakemake(slurm_command(cluster), cwd=tmp_path, env=SITE, timeout=1500)
+    log = proc.stdout + proc.stderr
+    (tmp_path / "snakemake.log").write_text(log)
+    calls = sbatch_calls(log)
+    stats = job_stats(log)
+    assert calls, "no sbatch call in the log"
+
+    # Every training job went through sbatch exactly once, in a group of the profile's size and rules.
+    submitted = [job for call in calls for job in call["jobs"]]
+    assert len(submitted) == len(set(submitted))
+    for rule in TRAINING_RULES:
+        assert sum(job.startswith(f"{rule}:") for job in submitted) == stats.get(rule, 0), rule
+    assert sum(stats.get(rule, 0) for rule in TRAINING_RULES) == 3 + 16 + 8 + 4  # arith 3 + 16, WADE 8 + IMDB 4
+    for call in calls:
+        group = re.search(r"--comment rule_(arith_gpu|wade_gpu)_", call["options"]).group(1)
+        rules = {job.split(":")[0] for job in call["jobs"]}
+        assert rules <= GROUPS[group] and 1 <= len(call["jobs"]) <= PROFILE["group-components"][group]
+        # The real request: one GPU per grouped job, on the GPU partition, charged to the site's account.
+        assert len(re.findall(r"--gpus=", call["options"])) == 1 and "--gpus=1" in call["options"].split()
+        assert "--gres" not in call["options"]
+        assert re.search(r"-p gpu\b", call["options"]) and re.search(r"-A reprobench\b", call["options"])
+    assert max(len(call["jobs"]) for call in calls) == 4  # grouping happened
+    assert len(calls) < len(submitted)
+
+    # Slurm ran them: its logs (one per job id) name every curve file; local rules never reached Slurm.
+    job_ids = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
+    assert len(job_ids) == len(calls)
+    slurm_logs = {p.stem: p.read_text() for p in (tmp_path / "logs/slurm").rglob("*.log")}
+    assert set(job_ids) == set(slurm_logs)
+    in_slurm = set(re.findall(r"results/[^\s,]+?\.parquet", "\n".join(slurm_logs.values())))
+    curves = {str(p.relative_to(tmp_path)) for p in (tmp_path / "results").glob("*/curves/**/*.parquet")}
+    assert len(curves) == (3 + 16) * 2 + 2 * 2 * (2 + 1 + 4) + 2 * 2  # arith jobs x seeds; WADE as in test_workflow
+    assert curves <= in_slurm
+    assert set(re.findall(r"^\s*rule (\w+):", "\n".join(slurm_logs.values()), re.M)) <= TRAINING_RULES
+
+    # The same outputs as a local run of the same configuration.
+    assert different_files(tiny_local_run / "results", tmp_path / "results") == []
+
+
+def running_job_with(target: str) -> str | None:
+    """The running Slurm job whose batch script trains `target` (rule-less 'key=value,...' wildcards)."""
+    running = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i"], capture_output=True, text=True).stdout
+    for job in running.split():
+        script = subprocess.run(["scontrol", "write", "batch_script", job, "-"], capture_output=True, text=True)
+        if f":{target}'" in script.stdout:
+            return job
+    return None
+
+
+def checkpoint_target(path: Path, root: Path) -> str:
+    """results/arith/checkpoints/experiment=e/model=m/.../extrapolation=x.pt -> the job's wildcard string."""
+    parts = list(path.relative_to(root / "results/arith/checkpoints").with_suffix("").parts)
+    if parts[0] == "experiment=operations":  # the operations rule has no experiment wildcard
+        parts = parts[1:]
+    return ",".join(parts)
+
+
+def cancel_a_job_after_its_checkpoint(workdir: Path, run: subprocess.Popen, timeout_s: float):
+    """Watch for checkpoint files; scancel the Slurm job training one of them; return (job id, checkpoint, target)
+    once a cancelled job has left its checkpoint behind (the run was cut mid-training)."""
+    seen, deadline = set(), time.monotonic() + timeout_s
+    folder = workdir / "results/arith/checkpoints"
+    while run.poll() is None and time.monotonic() < deadline:
+        for ckpt in sorted(folder.rglob("*.pt")) if folder.exists() else []:
+            if ckpt.name.startswith(".") or ckpt in seen:
+                continue
+            seen.add(ckpt)
+            target = checkpoint_target(ckpt, workdir)
+            job = running_job_with(target)
+            if job is None:
+                continue
+            subprocess.run(["scancel", job], check=True)
+            for _ in range(100):
+                state = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True)
+                if "RUNNING" not in state.stdout and "COMPLETING" not in state.stdout:
+                    break
+                time.sleep(0.1)
+            if ckpt.exists():
+                return job, ckpt, target
+        time.sleep(0.05)
+    return None
+
+
+def test_cancelled_training_job_is_retried_resumes_from_its_checkpoint_and_outputs_match(cluster, tmp_path,
+                                                                                          tiny_local_run):
+    def checkpoint_often(config):
+        tiny(config)
+        config["arith"]["checkpoint_minutes"] = 0.001  # every evaluation (50 steps)
+
+    write_config(tmp_path, checkpoint_often)
+    env = dict(os.environ, **SITE)
+    env["PATH"] = f"{Path(snakemake_cmd()[0]).parent}{os.pathsep}{env['PATH']}"
+    with open(tmp_path / "snakemake.log", "w") as out:
+        run = subprocess.Popen(snakemake_cmd() + slurm_command(cluster, *ARITH_TARGETS), cwd=tmp_path, env=env,
+                               stdout=out, stderr=subprocess.STDOUT, text=True)
+        try:
+            cancelled = cancel_a_job_after_its_checkpoint(tmp_path, run, timeout_s=600)
+            rc = run.wait(timeout=1500)
+        finally:
+            if run.poll() is None:
+                run.kill()
+    log = (tmp_path / "snakemake.log").read_text()
+    assert cancelled is not None, "no training job was caught between a checkpoint and its end"
+    job, ckpt, target = cancelled
+    assert rc == 0, log[-5000:]
+
+    # Slurm reported the cancellation and Snakemake resubmitted the same jobs (attempt 2).
+    assert re.search(rf"SLURM-job '{job}' failed, SLURM status is: 'CANCELLED", log), log[-5000:]
+    carrying = [call for call in sbatch_calls(log) if any(j.endswith(f":{target}") for j in call["jobs"])]
+    assert [call["attempt"] for call in carrying] == [1, 2]
+    assert carrying[0]["jobs"] == carrying[1]["jobs"]
+    # The retried training job started from the checkpoint, not from step 0; no checkpoint is left.
+    rule_log = (tmp_path / "logs" / ckpt.relative_to(tmp_path / "results")).with_suffix(".log")
+    rule_log = Path(str(rule_log).replace("/checkpoints/", "/curves/"))
+    step = re.search(r"resuming from checkpoint \S+ at step (\d+)", rule_log.read_text())
+    assert step and int(step.group(1)) > 0, rule_log.read_text()[-2000:]
+    assert not list((tmp_path / "results/arith/checkpoints").rglob("*.pt"))
+    # Complete and identical to the uninterrupted local run.
+    assert different_files(tiny_local_run / "results/arith", tmp_path / "results/arith") == []
