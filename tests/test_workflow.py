@@ -34,10 +34,22 @@ def test_default_config_plans_every_run_of_the_small_grid(workdir):
         assert re.search(rf"{rule}\s+{jobs}\b", out), rule
 
 
+def group_jobs(plan: str) -> list[tuple[str, list[str], list[str]]]:
+    """(group, rules, resources lines) of every group job in a dry run's plan."""
+    parts = re.split(r"^\[[^\]]+\] Group job (\w+) \(jobs in lexicogr\. order\):\n", plan, flags=re.M)
+    jobs = []
+    for name, body in zip(parts[1::2], parts[2::2]):
+        block = body.split("\n\n[", 1)[0]
+        jobs.append((name, re.findall(r"^\s+rule (\w+):", block, re.M),
+                     re.findall(r"^\s+resources: (.*)", block, re.M)))
+    return jobs
+
+
 def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
     shutil.copy(ROOT / "paper.yaml", workdir / "paper.yaml")
     shutil.copytree(ROOT / "slurm", workdir / "slurm")
-    proc = run_snakemake(["-n", "--profile", "slurm", "--snakefile", SNAKEFILE], cwd=workdir)
+    site = {"SLURM_ACCOUNT": "acct", "REPROBENCH_CPU_PARTITION": "cpu", "REPROBENCH_GPU_PARTITION": "gpu"}
+    proc = run_snakemake(["-n", "--profile", "slurm", "--snakefile", SNAKEFILE], cwd=workdir, env=site)
     out = proc.stdout + proc.stderr
     assert "Using profile slurm" in out
     curves = planned_curves(out)
@@ -45,7 +57,19 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
     assert sum("experiment=operations/" in c for c in curves) == 1000
     assert max(int(re.search(r"seed=(\d+)", c).group(1)) for c in curves) == 99
     assert re.search(r"arith_train_operations\s+10\b", out) and re.search(r"arith_train_sweep\s+76\b", out)
-    assert "Group job arith_gpu" in out and "gpu=1" in out
+    # Every training job is planned inside a profile group, asking for one GPU on the GPU partition.
+    profile = yaml.safe_load((ROOT / "slurm/config.yaml").read_text())
+    jobs = group_jobs(out)
+    training = {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", out.split("Job stats:")[1].split("\n\n")[0],
+                                                        re.M) if rule in profile["groups"]}
+    # arith 10 + 76; WADE 10 tasks x 100 seeds x (reservoir, sequence); IMDB 5 models x 50 seeds
+    assert sum(len(rules) for _, rules, _ in jobs) == sum(training.values()) == 10 + 76 + 10 * 100 * 2 + 5 * 50
+    for group, rules, resources in jobs:
+        assert all(profile["groups"][rule] == group for rule in rules)
+        assert resources and all(re.search(r"\bgpu=1\b", r) and "slurm_partition=gpu" in r and "slurm_account=acct" in r
+                                 for r in resources)
+    assert profile["group-components"] == {"arith_gpu": 4, "wade_gpu": 4}
+    assert profile["set-resource-scopes"] == {"gpu": "local"} and profile["resources"] == {"gpu": 1}
 
 
 @pytest.mark.parametrize("edit, words", [

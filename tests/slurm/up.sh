@@ -21,6 +21,8 @@ if [ -s "$STATE/pids" ] && sinfo -h -o %t 2>/dev/null | grep -q idle; then
   echo "up.sh: already running ($STATE/pids)"; exit 0
 fi
 HOST=$(hostname -s)
+# slurmctld and slurmd find each other by this name
+getent hosts "$HOST" >/dev/null || echo "127.0.0.1 $HOST" >> /etc/hosts
 mkdir -p "$STATE"/{state,spool,log} /etc/slurm /etc/munge /run/munge /var/log/munge /var/lib/munge
 if [ ! -s /etc/munge/munge.key ]; then
   dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
