@@ -164,6 +164,9 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
 
     # The same outputs as a local run of the same configuration.
     assert different_files(tiny_local_run / "results", tmp_path / "results") == []
+    # Running the command again submits nothing.
+    again = run_snakemake(slurm_command(cluster), cwd=tmp_path, env=SITE, timeout=600)
+    assert "Nothing to be done" in again.stdout + again.stderr and "sbatch call" not in again.stdout + again.stderr
 
 
 def running_job_with(target: str) -> str | None:
