@@ -126,3 +126,34 @@ def test_models_shapes_init_and_padding_in_the_transformer_mean():
     assert not torch.allclose(short, tf(tokens[:1], lengths[:1]))  # padding changes the mean, as released
     rnn = imdb_models.build("lstm", 20).eval()
     assert torch.allclose(rnn(tokens[:1, :3], lengths[:1]), rnn(tokens[:1], lengths[:1]), atol=1e-6)
+
+
+@pytest.mark.parametrize("model, killed_after", [("lstm", 7), ("transformer", 10)])  # mid-epoch; an epoch's end
+def test_imdb_training_resumes_from_its_checkpoint_identically(tmp_path, monkeypatch, model, killed_after):
+    rng = np.random.RandomState(0)
+    seqs = [rng.randint(1, 30, rng.randint(3, 12)) for _ in range(56)]
+    labels = rng.randint(0, 2, 56)
+    args = (model, 30, seqs[:40], labels[:40], seqs[40:], labels[40:], 3)
+    kwargs = dict(epochs=3, batch=8, eval_every_examples=8)  # 5 steps per epoch, an evaluation after each
+    full = imdb_models.train(*args, **kwargs)
+    ckpt = tmp_path / "run.pt"
+    real_step, calls = torch.optim.Adam.step, {"n": 0}
+
+    def dying_step(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] > killed_after:
+            raise KeyboardInterrupt("killed")
+        return real_step(self, *a, **k)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", dying_step)
+    with pytest.raises(KeyboardInterrupt):
+        imdb_models.train(*args, **kwargs, checkpoint=str(ckpt), checkpoint_every_s=0)
+    monkeypatch.setattr(torch.optim.Adam, "step", real_step)
+    assert torch.load(ckpt, weights_only=False)["at"]["examples"] == 8 * killed_after
+    resumed = imdb_models.train(*args, **kwargs, checkpoint=str(ckpt))
+    np.testing.assert_array_equal(resumed[0], full[0])
+    np.testing.assert_array_equal(resumed[1], full[1])
+    # A checkpoint of another configuration is ignored: the run starts over (and still equals the full run).
+    other = imdb_models.train(model, 30, seqs[:40], labels[:40], seqs[40:], labels[40:], 4, **kwargs,
+                              checkpoint=str(ckpt))
+    assert len(other[0]) == len(full[0])

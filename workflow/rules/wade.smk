@@ -187,6 +187,8 @@ rule wade_imdb_train:
         eval_every=IMDB["eval_every"],
         device=config["device"],
         scale=config["scale"],
+        checkpoint=wade_grid.IMDB_CHECKPOINT,
+        checkpoint_minutes=IMDB["checkpoint_minutes"],
     threads: config["threads"]
     resources:
         gpu=1,
@@ -197,7 +199,8 @@ rule wade_imdb_train:
     shell:
         "{PY} wade imdb-train --data {input} --model {wildcards.model} --seed {wildcards.seed} "
         "--epochs {params.epochs} --eval-every {params.eval_every} --device {params.device} --threads {threads} "
-        "--scale {params.scale} --out {output} 2> {log}"
+        "--scale {params.scale} --checkpoint {params.checkpoint} --checkpoint-minutes {params.checkpoint_minutes} "
+        "--out {output} 2> {log}"
 
 
 rule wade_imdb_render:

@@ -77,7 +77,8 @@ def cmd_threshold(args) -> None:
 def cmd_train(args) -> None:
     from reprobench.arith import PAPER
     from reprobench.arith.grid import Setting
-    from reprobench.arith.train import TrainConfig, remove_checkpoint, train
+    from reprobench.arith.train import TrainConfig, train
+    from reprobench.core import checkpoint as checkpoints
     from reprobench.core import curves
     from reprobench.core.device import choose_device, describe
     from reprobench.core.errors import ConfigError
@@ -104,7 +105,7 @@ def cmd_train(args) -> None:
             device=describe(device), wall_time_s=round(wall, 3), start=start, end=now(),
             status="nan" if ended >= 0 else "completed", nan_found_at_step=ended)
         curves.write_curve(per_seed[seed], path, record)
-    remove_checkpoint(args.checkpoint)
+    checkpoints.remove(args.checkpoint)
     log(f"done in {wall:.1f} s; {int((state.ended_at >= 0).sum())} of {len(args.seeds)} seeds ended by NaN")
 
 

@@ -12,9 +12,7 @@ stream is a pure function of (seed, step), a resumed run is identical to an unin
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -22,7 +20,7 @@ import torch
 from reprobench.arith import data
 from reprobench.arith.grid import Setting
 from reprobench.arith.models import BatchedNetwork
-from reprobench.core.atomic import atomic_path
+from reprobench.core import checkpoint as checkpoints
 from reprobench.core.progress import Progress, log
 
 
@@ -91,18 +89,9 @@ class State:
     nan_seen: np.ndarray | None = None
 
 
-def _save_checkpoint(path: Path, net, opt, state: State, identity: dict) -> None:
-    with atomic_path(path, suffix=".pt") as tmp:
-        torch.save({"identity": identity, "model": net.state_dict(), "optimizer": opt.state_dict(),
-                    "state": dataclasses.asdict(state)}, tmp)
-
-
-def _load_checkpoint(path: Path, net, opt, identity: dict) -> State | None:
-    if not path.exists():
-        return None
-    blob = torch.load(path, map_location="cpu", weights_only=False)
-    if blob.get("identity") != identity:
-        log(f"checkpoint {path} belongs to another run configuration; starting over")
+def _load_checkpoint(path: str | None, net, opt, identity: dict) -> State | None:
+    blob = checkpoints.load(path, identity)
+    if blob is None:
         return None
     net.load_state_dict(blob["model"])
     opt.load_state_dict(blob["optimizer"])
@@ -118,8 +107,7 @@ def train(setting: Setting, seeds: list[int], cfg: TrainConfig, device, checkpoi
     net = BatchedNetwork(setting.model, setting.input_size, setting.hidden_size, seeds, cfg.torch_dtype).to(torch_device)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, fused=True)  # one kernel for all parameters
     identity = {"setting": setting.record(), "seeds": list(seeds), "config": dataclasses.asdict(cfg)}
-    ckpt = Path(checkpoint) if checkpoint else None
-    state = (_load_checkpoint(ckpt, net, opt, identity) if ckpt else None) or State(
+    state = _load_checkpoint(checkpoint, net, opt, identity) or State(
         step=0, alive=np.ones(len(seeds), bool), ended_at=np.full(len(seeds), -1), records=[])
     nan_seen = torch.tensor(~state.alive if state.nan_seen is None else state.nan_seen, device=torch_device)
     bar = Progress(cfg.iterations + 1 - state.step, f"{setting.model}/{setting.experiment} x{len(seeds)} seeds") \
@@ -153,9 +141,10 @@ def train(setting: Setting, seeds: list[int], cfg: TrainConfig, device, checkpoi
             if bar is not None:
                 bar.update(step + 1 - since, f"alive {int(state.alive.sum())}/{len(seeds)}")
                 since = step + 1
-            if ckpt and time.monotonic() - last_save >= checkpoint_every_s:
+            if checkpoint and time.monotonic() - last_save >= checkpoint_every_s:
                 state.step, state.nan_seen = step + 1, nan_seen.cpu().numpy()
-                _save_checkpoint(ckpt, net, opt, state, identity)
+                checkpoints.save(checkpoint, identity, model=net.state_dict(), optimizer=opt.state_dict(),
+                                 state=dataclasses.asdict(state))
                 last_save = time.monotonic()
     else:
         step = cfg.iterations + 1
@@ -174,8 +163,3 @@ def _curves(seeds: list[int], state: State) -> dict:
         out[seed] = {"seed": [seed] * len(rows), "step": [r[0] for r in rows], "split": [r[1] for r in rows],
                      "metric": [r[2] for r in rows], "value": [r[3] for r in rows]}
     return out
-
-
-def remove_checkpoint(path: str | None) -> None:
-    if path and os.path.exists(path):
-        os.unlink(path)

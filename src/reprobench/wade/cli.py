@@ -83,6 +83,8 @@ def register(sub) -> None:
     t.add_argument("--device", default="auto")
     t.add_argument("--threads", type=int, default=1)
     t.add_argument("--scale", default="small")
+    t.add_argument("--checkpoint", help="resume from / save to this file; removed when the run completes")
+    t.add_argument("--checkpoint-minutes", type=float, default=10.0)
     t.add_argument("--out", required=True)
     t.set_defaults(func=cmd_imdb_train)
 
@@ -217,7 +219,7 @@ def cmd_imdb_train(args) -> None:
         raise ConfigError("wade.imdb.models", f"unknown model '{args.model}' (known: {', '.join(imdb_models.MODELS)})")
     device = choose_device(args.device, args.threads)
     imdb_runs.train_run(args.data, args.model, args.seed, args.epochs, args.eval_every, args.out, args.scale,
-                        str(device))
+                        str(device), checkpoint=args.checkpoint, checkpoint_every_s=60 * args.checkpoint_minutes)
     log(f"IMDB {args.model} seed {args.seed} done")
 
 

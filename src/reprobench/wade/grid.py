@@ -5,6 +5,7 @@ from __future__ import annotations
 DATA = "results/wade/data/task={task}/seed={seed}.parquet"
 CURVE = "results/wade/curves/experiment=synthetic/model={model}/task={task}/config={config}/seed={seed}.parquet"
 IMDB_CURVE = "results/wade/curves/experiment=imdb/model={model}/seed={seed}.parquet"
+IMDB_CHECKPOINT = "results/wade/checkpoints/experiment=imdb/model={model}/seed={seed}.pt"
 SEQUENCE_RUNS = [("rnn", "default"), ("lstm", "default"), ("transformer", "faithful"), ("transformer", "corrected")]
 
 

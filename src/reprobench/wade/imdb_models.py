@@ -12,11 +12,14 @@ the batches that start at example 0, 400, 800, ... (every 50 batches), over the 
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import torch
 from torch import nn
 
+from reprobench.core import checkpoint as checkpoints
+from reprobench.core.progress import log
 from reprobench.wade.sequence_models import PositionalEncoding
 
 MODELS = ("rnn", "lstm", "gru", "transformer", "linear")
@@ -102,8 +105,13 @@ def accuracy(net, sequences, labels, device, batch: int = 32) -> float:
 
 
 def train(model: str, vocab: int, train_seqs, train_labels, test_seqs, test_labels, seed: int, epochs: int = 10,
-          batch: int = 8, eval_every_examples: int = 400, device="cpu") -> tuple[np.ndarray, np.ndarray]:
-    """(examples seen at each evaluation, test accuracy at each evaluation)."""
+          batch: int = 8, eval_every_examples: int = 400, device="cpu", checkpoint: str | None = None,
+          checkpoint_every_s: float = 600.0) -> tuple[np.ndarray, np.ndarray]:
+    """(examples seen at each evaluation, test accuracy at each evaluation).
+
+    With `checkpoint`, the run saves its state after an evaluation at most every `checkpoint_every_s` seconds
+    (model, optimiser, the epoch's order and position, numpy's and torch's generators: dropout draws from torch's),
+    and a run started with an existing checkpoint of the same configuration continues from it, identically."""
     device = torch.device(device)
     torch.manual_seed(seed)
     rng = np.random.RandomState(seed)
@@ -111,21 +119,40 @@ def train(model: str, vocab: int, train_seqs, train_labels, test_seqs, test_labe
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     labels = torch.as_tensor(train_labels, device=device)
-    seen, accs, examples = [], [], 0
-    for _ in range(epochs):
-        order = rng.permutation(len(train_seqs))
-        for start in range(0, len(order), batch):
+    identity = {"model": model, "vocab": vocab, "seed": seed, "epochs": epochs, "batch": batch,
+                "eval_every_examples": eval_every_examples, "train": len(train_seqs), "test": len(test_seqs)}
+    at = {"epoch": 0, "start": 0, "order": None, "examples": 0, "seen": [], "accs": []}
+    blob = checkpoints.load(checkpoint, identity)
+    if blob is not None:
+        net.load_state_dict(blob["model"])
+        opt.load_state_dict(blob["optimizer"])
+        rng.set_state(blob["numpy_rng"])
+        checkpoints.restore_rng_states(blob["torch_rng"], device)
+        at = blob["at"]
+        log(f"resuming from checkpoint {checkpoint} at epoch {at['epoch']}, example {at['examples']}")
+    last_save = time.monotonic()
+    for epoch in range(at["epoch"], epochs):
+        if at["order"] is None:
+            at["order"] = rng.permutation(len(train_seqs))
+        order = at["order"]
+        for start in range(at["start"], len(order), batch):
             index = order[start:start + batch]
             tokens, lengths = _batch(train_seqs, index, device)
             loss = loss_fn(net(tokens, lengths), labels[index])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            examples += len(index)
+            at["examples"] += len(index)
             if start % eval_every_examples == 0:
-                seen.append(examples)
-                accs.append(accuracy(net, test_seqs, test_labels, device))
-    return np.array(seen), np.array(accs)
+                at["seen"].append(at["examples"])
+                at["accs"].append(accuracy(net, test_seqs, test_labels, device))
+                if checkpoint and time.monotonic() - last_save >= checkpoint_every_s:
+                    at.update(epoch=epoch, start=start + batch)
+                    checkpoints.save(checkpoint, identity, model=net.state_dict(), optimizer=opt.state_dict(),
+                                     numpy_rng=rng.get_state(), torch_rng=checkpoints.rng_states(device), at=at)
+                    last_save = time.monotonic()
+        at.update(order=None, start=0)
+    return np.array(at["seen"]), np.array(at["accs"])
 
 
 def ewma(x: np.ndarray, window: int = 10) -> np.ndarray:

@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from reprobench.core import checkpoint as checkpoints
 from reprobench.core import compare, curves, plotting, tables
 from reprobench.core.provenance import base_record, now
 from reprobench.wade import PAPER, imdb, imdb_models, metric, published
@@ -48,11 +49,12 @@ def load(path: str):
 
 
 def train_run(data_path: str, model: str, seed: int, epochs: int, eval_every: int, out: str, scale: str,
-              device: str) -> None:
+              device: str, checkpoint: str | None = None, checkpoint_every_s: float = 600.0) -> None:
     split, meta = load(data_path)
     start, t0 = now(), time.monotonic()
     examples, acc = imdb_models.train(model, int(meta["vocabulary"]), *split["train"], *split["test"], seed,
-                                      epochs=epochs, eval_every_examples=eval_every, device=device)
+                                      epochs=epochs, eval_every_examples=eval_every, device=device,
+                                      checkpoint=checkpoint, checkpoint_every_s=checkpoint_every_s)
     rows = curves.series_rows(seed, [("test", "accuracy", acc), ("train", "examples", examples)])
     record = curves.provenance(
         paper=PAPER, experiment="imdb", model=model, seed=seed, scale=scale, variant="all",
@@ -60,6 +62,7 @@ def train_run(data_path: str, model: str, seed: int, epochs: int, eval_every: in
         config={"epochs": epochs, "batch": 8, "eval_every_examples": eval_every, "lr": 1e-3}, device=device,
         wall_time_s=round(time.monotonic() - t0, 3), start=start, end=now())
     curves.write_curve(rows, out, record)
+    checkpoints.remove(checkpoint)
 
 
 def summarise(paths: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
