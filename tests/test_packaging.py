@@ -16,6 +16,15 @@ def test_conda_environment_matches_constraints():
     assert pins["snakemake-executor-plugin-slurm"] == "2.8.0"
 
 
+def test_conda_post_deploy_script_adds_the_no_deps_pins():
+    """Snakemake runs envs/<env>.post-deploy.sh in a new environment; it must install requirements-nodeps.txt."""
+    nodeps = [line for line in (ROOT / "requirements-nodeps.txt").read_text().splitlines()
+              if line and not line.startswith("#")]
+    script = (ROOT / "envs/reprobench.post-deploy.sh").read_text()
+    for pin in nodeps:
+        assert f"pip install --no-deps {pin}" in script, pin
+
+
 def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     block = readme.split("<!-- test-command: .ci/run runs exactly this line -->", 1)[1]
