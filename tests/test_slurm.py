@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import string
 import subprocess
 import time
 from pathlib import Path
@@ -68,13 +69,14 @@ def fitted_resources(node) -> list[str]:
 
     A command-line --set-resources replaces the profile's whole set-resources (seen here: the training jobs then
     went to the CPU partition), so every entry is passed again, with $VARS expanded as the profile would."""
-    mem, cpus = node["mem_mb"] // node["gpus"], max(1, node["cpus"] // node["gpus"])
+    caps = {"mem_mb": node["mem_mb"] // node["gpus"], "cpus_per_gpu": max(1, node["cpus"] // node["gpus"])}
     args = []
     for rule, resources in PROFILE["set-resources"].items():
         for key, value in resources.items():
-            value = {"mem_mb": min(value, mem) if key == "mem_mb" else value,
-                     "cpus_per_gpu": min(value, cpus) if key == "cpus_per_gpu" else value}.get(key, value)
-            value = os.path.expandvars(str(value)) if isinstance(value, str) else value
+            if key in caps:
+                value = min(value, caps[key])
+            elif isinstance(value, str):
+                value = string.Template(value).safe_substitute(SITE)
             args.append(f"{rule}:{key}={value}")
     return args
 
