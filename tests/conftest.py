@@ -1,3 +1,4 @@
+import contextlib
 import os
 import shutil
 import subprocess
@@ -62,3 +63,25 @@ def tiny_local_run(tmp_path_factory):
     write_config(workdir, tiny)
     run_snakemake(["--snakefile", str(ROOT / "Snakefile"), "--cores", "2"], cwd=workdir)
     return workdir
+
+
+@contextlib.contextmanager
+def killed_after_optimizer_steps(monkeypatch, steps: int):
+    """A training run inside the block is killed (KeyboardInterrupt) when Adam is about to take step `steps` + 1,
+    as a preempted job would be; the block must end that way."""
+    import torch
+
+    real_step, calls = torch.optim.Adam.step, {"n": 0}
+
+    def dying_step(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] > steps:
+            raise KeyboardInterrupt("killed")
+        return real_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", dying_step)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            yield
+    finally:
+        monkeypatch.setattr(torch.optim.Adam, "step", real_step)

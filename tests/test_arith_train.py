@@ -7,6 +7,8 @@ import torch
 from reprobench.arith import train as trainer
 from reprobench.arith.grid import Setting
 
+from conftest import killed_after_optimizer_steps
+
 SETTING = Setting("operations", "nalu", "mul", 20, 2, 0.5, 0.25, (1.0, 2.0), (2.0, 6.0))
 CFG = trainer.TrainConfig(iterations=300, eval_every=50, validation_size=500, test_size=500)
 CFG64 = trainer.TrainConfig(iterations=300, eval_every=50, validation_size=500, test_size=500, dtype="float64")
@@ -74,19 +76,8 @@ def test_resume_from_checkpoint_equals_uninterrupted(tmp_path, monkeypatch):
     full, _ = trainer.train(SETTING, [0, 1], CFG, "cpu", progress=False)
     ckpt = tmp_path / "run.pt"
     # First attempt: checkpoint at every evaluation, killed after step 150.
-    calls = {"n": 0}
-    real_step = torch.optim.Adam.step
-
-    def dying_step(self, *args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] > 151:
-            raise KeyboardInterrupt("killed")
-        return real_step(self, *args, **kwargs)
-
-    monkeypatch.setattr(torch.optim.Adam, "step", dying_step)
-    with pytest.raises(KeyboardInterrupt):
+    with killed_after_optimizer_steps(monkeypatch, 151):
         trainer.train(SETTING, [0, 1], CFG, "cpu", checkpoint=str(ckpt), checkpoint_every_s=0, progress=False)
-    monkeypatch.setattr(torch.optim.Adam, "step", real_step)
     assert ckpt.exists()
     assert torch.load(ckpt, weights_only=False)["state"]["step"] == 151
     resumed, _ = trainer.train(SETTING, [0, 1], CFG, "cpu", checkpoint=str(ckpt), progress=False)
@@ -125,20 +116,9 @@ def test_resume_keeps_a_nan_seen_just_before_the_checkpoint(tmp_path, monkeypatc
     monkeypatch.setattr(trainer.SeedBatch, "batch", transient_nan)
     full, state = trainer.train(SETTING, [0, 1], CFG64, "cpu", progress=False)
     assert state.ended_at.tolist() == [-1, 150]
-    calls = {"n": 0}
-    real_step = torch.optim.Adam.step
-
-    def dying_step(self, *args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] > 101:
-            raise KeyboardInterrupt("killed")
-        return real_step(self, *args, **kwargs)
-
     ckpt = tmp_path / "run.pt"
-    monkeypatch.setattr(torch.optim.Adam, "step", dying_step)
-    with pytest.raises(KeyboardInterrupt):
+    with killed_after_optimizer_steps(monkeypatch, 101):
         trainer.train(SETTING, [0, 1], CFG64, "cpu", checkpoint=str(ckpt), checkpoint_every_s=0, progress=False)
-    monkeypatch.setattr(torch.optim.Adam, "step", real_step)
     assert torch.load(ckpt, weights_only=False)["state"]["step"] == 101
     resumed, resumed_state = trainer.train(SETTING, [0, 1], CFG64, "cpu", checkpoint=str(ckpt), progress=False)
     assert resumed_state.ended_at.tolist() == [-1, 150]

@@ -13,6 +13,8 @@ import torch
 from reprobench.core.download import DownloadError, download
 from reprobench.wade import imdb, imdb_models
 
+from conftest import killed_after_optimizer_steps
+
 
 def make_archive(path):
     """A small archive in aclImdb_v1.tar.gz's real layout."""
@@ -137,23 +139,13 @@ def test_imdb_training_resumes_from_its_checkpoint_identically(tmp_path, monkeyp
     kwargs = dict(epochs=3, batch=8, eval_every_examples=8)  # 5 steps per epoch, an evaluation after each
     full = imdb_models.train(*args, **kwargs)
     ckpt = tmp_path / "run.pt"
-    real_step, calls = torch.optim.Adam.step, {"n": 0}
-
-    def dying_step(self, *a, **k):
-        calls["n"] += 1
-        if calls["n"] > killed_after:
-            raise KeyboardInterrupt("killed")
-        return real_step(self, *a, **k)
-
-    monkeypatch.setattr(torch.optim.Adam, "step", dying_step)
-    with pytest.raises(KeyboardInterrupt):
+    with killed_after_optimizer_steps(monkeypatch, killed_after):
         imdb_models.train(*args, **kwargs, checkpoint=str(ckpt), checkpoint_every_s=0)
-    monkeypatch.setattr(torch.optim.Adam, "step", real_step)
     assert torch.load(ckpt, weights_only=False)["at"]["examples"] == 8 * killed_after
     resumed = imdb_models.train(*args, **kwargs, checkpoint=str(ckpt))
     np.testing.assert_array_equal(resumed[0], full[0])
     np.testing.assert_array_equal(resumed[1], full[1])
-    # A checkpoint of another configuration is ignored: the run starts over (and still equals the full run).
+    # A checkpoint of another configuration (seed 4) is ignored: that run starts over and goes the full length.
     other = imdb_models.train(model, 30, seqs[:40], labels[:40], seqs[40:], labels[40:], 4, **kwargs,
                               checkpoint=str(ckpt))
     assert len(other[0]) == len(full[0])
