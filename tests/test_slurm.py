@@ -50,8 +50,7 @@ def cluster():
     """A running one-node cluster; stopped afterwards if this fixture started it. Yields the node's resources."""
     reason = why_no_cluster()
     if reason:
-        print(f"SKIPPED: {reason}")
-        pytest.skip(reason)
+        pytest.skip(reason)  # printed in the summary (-rs in pyproject.toml)
     env = dict(os.environ, REPROBENCH_SLURM_GPUS=str(NODE_GPUS), REPROBENCH_SLURM_PARTITIONS="cpu gpu")
     up = subprocess.run(["bash", str(SLURM / "up.sh")], env=env, capture_output=True, text=True, timeout=1200)
     assert up.returncode == 0, f"tests/slurm/up.sh failed:\n{up.stdout}\n{up.stderr}"

@@ -3,7 +3,7 @@
     reprobench inspect PATH [--config config.yaml]     summarise cached Parquet files
     reprobench report --out results/report.md ...      the Markdown report over all benchmarks
     reprobench arith {threshold,train,aggregate,table,figure,compare} ...
-    reprobench wade {prepare,reservoir,sequence,aggregate,render} ...
+    reprobench wade {prepare,reservoir,sequence,aggregate,render,human,imdb-prepare,imdb-train,imdb-render} ...
 """
 
 from __future__ import annotations
@@ -12,6 +12,16 @@ import argparse
 import sys
 
 from reprobench.core.errors import ReprobenchError
+
+
+def add_training_options(parser: argparse.ArgumentParser, checkpoint: bool = False) -> None:
+    """The options every training stage takes; with `checkpoint`, those of a stage that saves and resumes."""
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--scale", default="small")
+    if checkpoint:
+        parser.add_argument("--checkpoint", help="resume from / save to this file; removed when the run completes")
+        parser.add_argument("--checkpoint-minutes", type=float, default=10.0)
 
 
 def build_parser() -> argparse.ArgumentParser:

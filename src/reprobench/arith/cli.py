@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 
+from reprobench.cli import add_training_options
 from reprobench.core.progress import log
 
 
@@ -33,11 +34,7 @@ def register(sub) -> None:
     t.add_argument("--eval-every", type=int, default=1000)
     t.add_argument("--validation-size", type=int, default=10_000)
     t.add_argument("--test-size", type=int, default=10_000)
-    t.add_argument("--device", default="auto")
-    t.add_argument("--threads", type=int, default=1)
-    t.add_argument("--scale", default="small")
-    t.add_argument("--checkpoint", help="resume from / save to this file; removed when the run completes")
-    t.add_argument("--checkpoint-minutes", type=float, default=10.0)
+    add_training_options(t, checkpoint=True)
     t.set_defaults(func=cmd_train)
 
     t = s.add_parser("aggregate", help="per-run summaries and per-setting statistics of one experiment")

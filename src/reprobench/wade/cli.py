@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reprobench.cli import add_training_options
 from reprobench.core.progress import log
 
 
@@ -23,18 +24,14 @@ def register(sub) -> None:
     t.add_argument("--rule-outputs", nargs="*", default=[])
     t.add_argument("--esn-output")
     t.add_argument("--rules-per-chunk", type=int, default=32)
-    t.add_argument("--device", default="auto")
-    t.add_argument("--threads", type=int, default=1)
-    t.add_argument("--scale", default="small")
+    add_training_options(t)
     t.set_defaults(func=cmd_reservoir)
 
     t = s.add_parser("sequence", help="RNN, LSTM and Transformer runs on one dataset")
     t.add_argument("--data", required=True)
     t.add_argument("--runs", nargs="+", required=True, help="model:variant=output, e.g. transformer:corrected=x.parquet")
     t.add_argument("--epochs", type=int, default=10)
-    t.add_argument("--device", default="auto")
-    t.add_argument("--threads", type=int, default=1)
-    t.add_argument("--scale", default="small")
+    add_training_options(t)
     t.set_defaults(func=cmd_sequence)
 
     t = s.add_parser("aggregate", help="WADE and accuracy of every run; mean curves")
@@ -80,11 +77,7 @@ def register(sub) -> None:
     t.add_argument("--seed", type=int, required=True)
     t.add_argument("--epochs", type=int, default=10)
     t.add_argument("--eval-every", type=int, default=400, help="examples between test evaluations")
-    t.add_argument("--device", default="auto")
-    t.add_argument("--threads", type=int, default=1)
-    t.add_argument("--scale", default="small")
-    t.add_argument("--checkpoint", help="resume from / save to this file; removed when the run completes")
-    t.add_argument("--checkpoint-minutes", type=float, default=10.0)
+    add_training_options(t, checkpoint=True)
     t.add_argument("--out", required=True)
     t.set_defaults(func=cmd_imdb_train)
 
