@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import torch
-from reprobench.arith import grid
-from reprobench.arith.grid import Setting
+
+from reprobench.arith.grid import Grid, Setting
 from reprobench.arith.train import TrainConfig, train
 from reprobench.core.config import load
 from reprobench.core.device import choose_device, describe
@@ -27,8 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def rate(model: str, seeds: list[int], steps: int, device, input_size: int = 100, repeats: int = 1) -> float:
     """Optimiser steps x seeds per second of one batched model (evaluation only at the first and last step)."""
     setting = Setting("operations", model, "mul", input_size, 2, 0.5, 0.25, (1.0, 2.0), (2.0, 6.0))
-    cfg = TrainConfig(iterations=steps, eval_every=steps, validation_size=1000, test_size=1000)
-    train(setting, seeds, TrainConfig(iterations=5, eval_every=5, validation_size=100, test_size=100), device,
+    paper = {"batch_size": 128, "learning_rate": 1e-3}
+    cfg = TrainConfig(iterations=steps, eval_every=steps, validation_size=1000, test_size=1000, **paper)
+    train(setting, seeds, TrainConfig(iterations=5, eval_every=5, validation_size=100, test_size=100, **paper), device,
           progress=False)  # warm-up (allocations, kernels)
     best = float("inf")
     for _ in range(repeats):
@@ -43,17 +44,17 @@ def rate(model: str, seeds: list[int], steps: int, device, input_size: int = 100
 
 
 def estimate_grid(device, steps: int) -> None:
-    config = load([str(ROOT / "config.yaml"), str(ROOT / "paper.yaml")])["arith"]
+    grid = Grid(load([str(ROOT / "config.yaml"), str(ROOT / "paper.yaml")])["arith"])
     shapes = {}
     total_s, total_runs, total_steps = 0.0, 0, 0
-    for s in grid.settings(config):
-        n_seeds = len(grid.seeds(config, s.experiment))
+    for s in grid.settings():
+        n_seeds = len(grid.seeds(s.experiment))
         key = (s.model, n_seeds, s.input_size, s.hidden_size)
         if key not in shapes:
             shapes[key] = rate(s.model, list(range(n_seeds)), steps, device, s.input_size) / n_seeds  # job steps/s
             print(f"  {s.model:8s} seeds={n_seeds:3d} n={s.input_size:3d} h={s.hidden_size:2d}: "
                   f"{shapes[key]:8.1f} batched steps/s", flush=True)
-        iterations = grid.iterations(config, s) + 1
+        iterations = grid.iterations(s) + 1
         total_s += iterations / shapes[key]
         total_runs += n_seeds
         total_steps += iterations * n_seeds

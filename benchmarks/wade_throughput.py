@@ -37,7 +37,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     device = choose_device(args.device, args.threads)
-    dataset = tasks.generate(args.task, 12305)
+    dataset = tasks.generate(args.task, 12305, tasks.PAPER_MAX_SEQUENCES)
     rules = list(range(args.rules))
     n_items = int(sum(len(m) for m, t in zip(dataset.masks, dataset.train) if t))
     print(f"task {args.task} ({len(dataset.tokens)} sequences, {n_items} training items, "

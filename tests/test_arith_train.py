@@ -10,8 +10,9 @@ from reprobench.arith.grid import Setting
 from conftest import killed_after_optimizer_steps
 
 SETTING = Setting("operations", "nalu", "mul", 20, 2, 0.5, 0.25, (1.0, 2.0), (2.0, 6.0))
-CFG = trainer.TrainConfig(iterations=300, eval_every=50, validation_size=500, test_size=500)
-CFG64 = trainer.TrainConfig(iterations=300, eval_every=50, validation_size=500, test_size=500, dtype="float64")
+PAPER = {"batch_size": 128, "learning_rate": 1e-3}  # the paper's batch and Adam step size
+CFG = trainer.TrainConfig(iterations=300, eval_every=50, validation_size=500, test_size=500, **PAPER)
+CFG64 = trainer.TrainConfig(iterations=300, eval_every=50, validation_size=500, test_size=500, dtype="float64", **PAPER)
 
 
 def _values(curve, split, metric):
@@ -22,7 +23,8 @@ def _values(curve, split, metric):
 def test_batched_gradients_equal_separate_gradients(model):
     """One step at the paper's size: each seed's gradient in the batched model is its own model's gradient."""
     setting = Setting("operations", model, "mul", 100, 2, 0.5, 0.25, (1.0, 2.0), (2.0, 6.0))
-    cfg = trainer.TrainConfig(iterations=0, dtype="float64")
+    cfg = trainer.TrainConfig(iterations=0, eval_every=1000, validation_size=10_000, test_size=10_000,
+                              dtype="float64", **PAPER)
     cpu = torch.device("cpu")
 
     def grads(seeds):
@@ -57,7 +59,7 @@ def test_batched_training_equals_separate_runs(model, operation, input_size, rto
 
 def test_training_learns_addition_with_nac():
     setting = Setting("operations", "nac_add", "add", 20, 2, 0.5, 0.25, (1.0, 2.0), (2.0, 6.0))
-    cfg = trainer.TrainConfig(iterations=3000, eval_every=500, validation_size=500, test_size=500)
+    cfg = trainer.TrainConfig(iterations=3000, eval_every=500, validation_size=500, test_size=500, **PAPER)
     curves, _ = trainer.train(setting, [0], cfg, "cpu", progress=False)
     test = _values(curves[0], "test", "mse")
     assert test[-1] < test[0] / 100  # extrapolation error falls by orders of magnitude

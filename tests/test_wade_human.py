@@ -20,7 +20,7 @@ def test_scoring_credits_a_run_to_its_first_answer():
 
 
 def test_game_with_scripted_answers(tmp_path):
-    d = tasks.generate(5, 12305)  # Basic QA: one hidden answer per sequence
+    d = tasks.generate(5, 12305, tasks.PAPER_MAX_SEQUENCES)  # Basic QA: one hidden answer per sequence
     rng_seed = 3
     import numpy as np
 

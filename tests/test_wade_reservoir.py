@@ -8,7 +8,7 @@ from reprobench.wade import readout, reservoir, tasks
 
 @pytest.fixture(scope="module")
 def qa():
-    return tasks.generate(5, 12305)
+    return tasks.generate(5, 12305, tasks.PAPER_MAX_SEQUENCES)
 
 
 def test_reca_rules_on_basic_qa(qa):

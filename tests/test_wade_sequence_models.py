@@ -41,7 +41,7 @@ def test_padding_does_not_change_a_sequence_output():
 
 
 def test_training_loop_counts_steps_and_learns():
-    qa = tasks.generate(5, 12305)
+    qa = tasks.generate(5, 12305, tasks.PAPER_MAX_SEQUENCES)
     small = tasks.Dataset(5, 12305, qa.vocabulary, qa.tokens[:300], qa.masks[:300], qa.train[:300])
     curve = sm.train(small, "lstm", 0, epochs=2)
     assert len(curve) == 2 * int(small.train.sum()) // 8  # the 8-sequence counter runs across epochs

@@ -24,7 +24,7 @@ SPEC = {
 @pytest.mark.parametrize("task_id", sorted(SPEC))
 def test_statistics_for_the_papers_seed(task_id):
     v, n, n_train, n_test, lo, mean, hi, items = SPEC[task_id]
-    d = tasks.generate(task_id, 12305)
+    d = tasks.generate(task_id, 12305, tasks.PAPER_MAX_SEQUENCES)
     lengths = np.array([len(t) for t in d.tokens])
     assert len(d.vocabulary) == v and len(d.tokens) == n
     assert (d.train.sum(), (~d.train).sum()) == (n_train, n_test)
@@ -35,7 +35,7 @@ def test_statistics_for_the_papers_seed(task_id):
 
 
 def test_same_seed_same_data_and_round_trip(tmp_path):
-    a, b = tasks.generate(5, 3), tasks.generate(5, 3)
+    a, b = tasks.generate(5, 3, tasks.PAPER_MAX_SEQUENCES), tasks.generate(5, 3, tasks.PAPER_MAX_SEQUENCES)
     assert all(np.array_equal(x, y) for x, y in zip(a.tokens, b.tokens)) and np.array_equal(a.train, b.train)
     path = tmp_path / "task=5/seed=3.parquet"
     tasks.write(a, str(path), "small")

@@ -1,9 +1,8 @@
 """`reprobench` (or `python -m reprobench`): the command line the Snakemake rules call.
 
-    reprobench inspect PATH [--config config.yaml]     summarise cached Parquet files
+    reprobench inspect PATH [--config config.yaml]     summarise cached Parquet files, list missing runs
     reprobench report --out results/report.md ...      the Markdown report over all benchmarks
-    reprobench arith {threshold,train,aggregate,table,figure,compare} ...
-    reprobench wade {prepare,reservoir,sequence,aggregate,render,human,imdb-prepare,imdb-train,imdb-render} ...
+    reprobench <key> <stage> ...                       one benchmark's stages (`reprobench <key> -h`)
 """
 
 from __future__ import annotations
@@ -11,32 +10,47 @@ from __future__ import annotations
 import argparse
 import sys
 
+from reprobench import benchmarks
 from reprobench.core.errors import ReprobenchError
 
 
-def add_training_options(parser: argparse.ArgumentParser, checkpoint: bool = False) -> None:
-    """The options every training stage takes; with `checkpoint`, those of a stage that saves and resumes."""
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--scale", default="small")
-    if checkpoint:
-        parser.add_argument("--checkpoint", help="resume from / save to this file; removed when the run completes")
-        parser.add_argument("--checkpoint-minutes", type=float, default=10.0)
+def cmd_inspect(args) -> int:
+    from reprobench.core import inspect
+    from reprobench.core.config import load
+
+    config = load(args.config) if args.config else {}
+    expected = {key: benchmarks.grid(key, config[key]).expected_curves() for key in benchmarks.KEYS if key in config}
+    return inspect.run(args.path, expected, args.list_missing)
+
+
+def cmd_report(args) -> None:
+    from reprobench.core import report
+
+    headings = {key: (benchmarks.paper(key).title, benchmarks.paper(key).citation) for key in benchmarks.KEYS}
+    report.write(args.out, headings, args.tables, args.figures, args.comparisons)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from reprobench.arith import cli as arith_cli
-    from reprobench.wade import cli as wade_cli
-    from reprobench.core import inspect as inspect_cmd
-    from reprobench.core import report as report_cmd
-
     parser = argparse.ArgumentParser(prog="reprobench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    inspect_cmd.register(sub)
-    report_cmd.register(sub)
-    arith_cli.register(sub)
-    wade_cli.register(sub)
+
+    p = sub.add_parser("inspect", help="summarise cached Parquet files (curves, metrics)")
+    p.add_argument("path", help="a Parquet file or a folder (e.g. results/ or results/arith/curves)")
+    p.add_argument("--config", nargs="*", default=[],
+                   help="config files, merged in order (e.g. config.yaml paper.yaml): list what is missing")
+    p.add_argument("--list-missing", type=int, default=10, help="how many missing paths to print (default 10)")
+    p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("report", help="write results/report.md from the benchmarks' outputs")
+    p.add_argument("--out", required=True)
+    p.add_argument("--tables", nargs="*", default=[], help="Markdown tables (results/<key>/tables/*.md)")
+    p.add_argument("--figures", nargs="*", default=[], help="PNG figures (results/<key>/figures/*.png)")
+    p.add_argument("--comparisons", nargs="*", default=[], help="results/<key>/comparison.csv")
+    p.set_defaults(func=cmd_report)
+
+    for key in benchmarks.KEYS:
+        benchmarks.register_cli(key, sub)
     return parser
 
 

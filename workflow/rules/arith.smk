@@ -1,218 +1,176 @@
-# Arithmetic extrapolation (Madsen & Johansen 2019): thresholds -> batched training -> aggregate -> render.
-# Outputs: results/arith/tables/operations.{md,csv,tex}, results/arith/figures/parameters.{png,pdf},
-# results/arith/comparison.csv.
+# arith: Madsen & Johansen (2019), "Measuring Arithmetic Extrapolation Performance".
+# prepare (success thresholds) -> train (every seed of a setting in one job) -> aggregate -> table, figure -> compare.
+# Runs, paths and input functions: src/reprobench/arith/grid.py. Config: the `arith` section, validated against
+# workflow/schemas/arith.schema.yaml.
 
-ARITH = config["arith"]
-ARITH_SEEDS = {e: arith_grid.seeds(ARITH, e) for e in arith_grid.EXPERIMENTS}
-ARITH_MODELS = sorted({s.model for s in arith_grid.settings(ARITH)})
+from reprobench.arith import grid as arith
 
-
-wildcard_constraints:
-    experiment="|".join(arith_grid.EXPERIMENTS),
-    operation="add|sub|mul|div|squared|root",
-    input_size=r"\d+",
-    hidden_size=r"\d+",
-    overlap=r"[0-9.]+",
-    subset=r"[0-9.]+",
-    interpolation=r"-?[0-9.]+_-?[0-9.]+",
-    extrapolation=r"-?[0-9.]+_-?[0-9.]+",
-    seed=r"\d+",
-
-
-TARGETS["tables"].append("results/arith/tables/operations.md")
-TARGETS["other"] += ["results/arith/tables/operations.csv", "results/arith/tables/operations.tex"]
-TARGETS["figures"].append("results/arith/figures/parameters.png")
-TARGETS["other"].append("results/arith/figures/parameters.pdf")
-TARGETS["comparisons"].append("results/arith/comparison.csv")
-
-
-def get_arith_setting(wildcards):
-    return arith_grid.Setting.from_keys(dict(wildcards.items()) | {"experiment": wildcards.get("experiment", "operations")})
-
-
-def get_arith_iterations(wildcards):
-    return arith_grid.iterations(ARITH, get_arith_setting(wildcards))
-
-
-def get_arith_runtime(wildcards, attempt):
-    """Slurm minutes for one setting: all its seeds train together; more time on each retry."""
-    steps = get_arith_iterations(wildcards) + 1
-    return int(15 + attempt * ARITH["slurm_minutes_per_million_steps"] * steps / 1e6)
-
-
-def get_arith_curves(wildcards):
-    return [s.curve_path(seed) for s in arith_grid.settings(ARITH, wildcards.experiment)
-            for seed in ARITH_SEEDS[wildcards.experiment]]
-
-
-def get_arith_thresholds(wildcards):
-    return sorted({s.threshold_path() for s in arith_grid.settings(ARITH, wildcards.experiment)})
-
-
-def get_arith_groups(experiments):
-    return [f"results/arith/metrics/{e}_groups.parquet" for e in experiments]
+ARITH = load_benchmark("arith")
 
 
 localrules:
-    arith_threshold,
+    arith_prepare_threshold,
     arith_aggregate,
     arith_table,
     arith_figure,
     arith_compare,
 
 
-rule arith_threshold:
+# The success threshold of one dataset setting: the extrapolation MSE of a nearly perfect model (specs 4.1).
+rule arith_prepare_threshold:
     output:
-        arith_grid.THRESHOLD_PATTERN,
+        arith.THRESHOLD,
     log:
-        arith_grid.THRESHOLD_PATTERN.replace("results/", "logs/").replace(".json", ".log"),
-    params:
-        samples=ARITH["threshold"]["samples"],
-        epsilon=ARITH["threshold"]["epsilon"],
-        seed=ARITH["threshold"]["seed"],
+        arith.THRESHOLD_LOG,
+    wildcard_constraints:
+        **ARITH.wildcards(),
     conda:
         ENV
+    params:
+        samples=config["arith"]["threshold"]["samples"],
+        epsilon=config["arith"]["threshold"]["epsilon"],
+        seed=config["arith"]["threshold"]["seed"],
     shell:
-        "{PY} arith threshold --operation {wildcards.operation} --input-size {wildcards.input_size} "
-        "--subset {wildcards.subset} --overlap {wildcards.overlap} --extrapolation {wildcards.extrapolation} "
-        "--samples {params.samples} --epsilon {params.epsilon} --seed {params.seed} --out {output} 2> {log}"
+        "python -m reprobench arith prepare-threshold --operation {wildcards.operation:q} "
+        "--input-size {wildcards.input_size:q} --subset {wildcards.subset:q} --overlap {wildcards.overlap:q} "
+        "--extrapolation {wildcards.extrapolation:q} --samples {params.samples:q} --epsilon {params.epsilon:q} "
+        "--seed {params.seed:q} --out {output:q} 2> {log:q}"
 
 
+# Training: one job per (experiment, model, setting), all its seeds batched into one model. The table's cells
+# (seeds from operations.seeds) and the figure's sweeps (seeds from sweeps.seeds) differ only in their seeds.
 ARITH_TRAIN_SHELL = (
-    "{PY} arith train --experiment {params.experiment} --model {wildcards.model} "
-    "--operation {wildcards.operation} --input-size {wildcards.input_size} --hidden-size {wildcards.hidden_size} "
-    "--overlap {wildcards.overlap} --subset {wildcards.subset} --interpolation {wildcards.interpolation} "
-    "--extrapolation {wildcards.extrapolation} --seeds {params.seeds} --outputs {output} "
-    "--iterations {params.iterations} --batch-size {params.batch_size} --learning-rate {params.learning_rate} "
-    "--eval-every {params.eval_every} --validation-size {params.validation_size} --test-size {params.test_size} "
-    "--device {params.device} --threads {threads} --scale {params.scale} --checkpoint {params.checkpoint} "
-    "--checkpoint-minutes {params.checkpoint_minutes} 2> {log}"
+    "python -m reprobench arith train --experiment {wildcards.experiment:q} --model {wildcards.model:q} "
+    "--operation {wildcards.operation:q} --input-size {wildcards.input_size:q} "
+    "--hidden-size {wildcards.hidden_size:q} --overlap {wildcards.overlap:q} --subset {wildcards.subset:q} "
+    "--interpolation {wildcards.interpolation:q} --extrapolation {wildcards.extrapolation:q} "
+    "--seeds {params.seeds:q} --outputs {output:q} --iterations {params.iterations:q} "
+    "--batch-size {params.batch_size:q} --learning-rate {params.learning_rate:q} "
+    "--eval-every {params.eval_every:q} --validation-size {params.validation_size:q} "
+    "--test-size {params.test_size:q} --device {params.device:q} --threads {threads} --scale {params.scale:q} "
+    "--checkpoint {params.checkpoint:q} --checkpoint-minutes {params.checkpoint_minutes:q} 2> {log:q}"
 )
-ARITH_TRAIN_PARAMS = dict(
-    iterations=get_arith_iterations,
-    batch_size=ARITH["batch_size"],
-    learning_rate=ARITH["learning_rate"],
-    eval_every=ARITH["eval_every"],
-    validation_size=ARITH["validation_size"],
-    test_size=ARITH["test_size"],
-    device=config["device"],
-    scale=config["scale"],
-    checkpoint_minutes=ARITH["checkpoint_minutes"],
-)
-ARITH_SETTING_PATH = arith_grid.CURVE_PATTERN.replace("/seed={seed}.parquet", "")
+ARITH_TRAIN_PARAMS = {
+    "seeds": ARITH.get_seeds,
+    "iterations": ARITH.get_iterations,
+    "batch_size": config["arith"]["batch_size"],
+    "learning_rate": config["arith"]["learning_rate"],
+    "eval_every": config["arith"]["eval_every"],
+    "validation_size": config["arith"]["validation_size"],
+    "test_size": config["arith"]["test_size"],
+    "device": config["device"],
+    "scale": config["scale"],
+    "checkpoint": arith.CHECKPOINT,
+    "checkpoint_minutes": config["arith"]["checkpoint_minutes"],
+}
 
 
-# Table "Effect of dataset operation": every seed of one (operation, model) cell in one batched model.
 rule arith_train_operations:
     output:
-        expand(arith_grid.CURVE_PATTERN, experiment="operations", seed=ARITH_SEEDS["operations"], allow_missing=True),
-    wildcard_constraints:
-        model="|".join(ARITH_MODELS) or "none",
+        expand(arith.CURVE, seed=ARITH.seeds("operations"), allow_missing=True),
     log:
-        ARITH_SETTING_PATH.replace("results/", "logs/").replace("{experiment}", "operations") + ".log",
+        arith.TRAIN_LOG,
     benchmark:
-        ARITH_SETTING_PATH.replace("results/", "benchmarks/").replace("{experiment}", "operations") + ".tsv"
-    params:
-        experiment="operations",
-        seeds=" ".join(map(str, ARITH_SEEDS["operations"])),
-        checkpoint=ARITH_SETTING_PATH.replace("/curves/", "/checkpoints/").replace("{experiment}", "operations")
-        + ".pt",
-        **ARITH_TRAIN_PARAMS,
-    threads: config["threads"]
-    resources:
-        gpu=1,
-        runtime=get_arith_runtime,
+        arith.TRAIN_TIMING
+    wildcard_constraints:
+        **ARITH.wildcards(experiments=["operations"]),
     group:
         "arith_train"
     conda:
         ENV
+    threads: config["threads"]
+    resources:
+        gpu=1,
+        runtime=ARITH.get_runtime,
+    params:
+        **ARITH_TRAIN_PARAMS,
     shell:
         ARITH_TRAIN_SHELL
 
 
-# Figure "Effect of parameters": one job per (sweep, value, model), all its seeds batched.
 rule arith_train_sweep:
     output:
-        expand(arith_grid.CURVE_PATTERN, seed=ARITH_SEEDS["input_size"], allow_missing=True),
-    wildcard_constraints:
-        experiment="|".join(arith_grid.SWEEPS),
-        model="|".join(ARITH_MODELS) or "none",
+        expand(arith.CURVE, seed=ARITH.seeds("input_size"), allow_missing=True),
     log:
-        ARITH_SETTING_PATH.replace("results/", "logs/") + ".log",
+        arith.TRAIN_LOG,
     benchmark:
-        ARITH_SETTING_PATH.replace("results/", "benchmarks/") + ".tsv"
-    params:
-        experiment=lambda wildcards: wildcards.experiment,
-        seeds=" ".join(map(str, ARITH_SEEDS["input_size"])),
-        checkpoint=ARITH_SETTING_PATH.replace("/curves/", "/checkpoints/") + ".pt",
-        **ARITH_TRAIN_PARAMS,
-    threads: config["threads"]
-    resources:
-        gpu=1,
-        runtime=get_arith_runtime,
+        arith.TRAIN_TIMING
+    wildcard_constraints:
+        **ARITH.wildcards(experiments=arith.SWEEPS),
     group:
         "arith_train"
     conda:
         ENV
+    threads: config["threads"]
+    resources:
+        gpu=1,
+        runtime=ARITH.get_runtime,
+    params:
+        **ARITH_TRAIN_PARAMS,
     shell:
         ARITH_TRAIN_SHELL
 
 
 rule arith_aggregate:
     input:
-        curves=get_arith_curves,
-        thresholds=get_arith_thresholds,
+        curves=ARITH.get_curves,
+        thresholds=ARITH.get_thresholds,
     output:
-        runs="results/arith/metrics/{experiment}.parquet",
-        groups="results/arith/metrics/{experiment}_groups.parquet",
+        runs=arith.RUNS,
+        groups=arith.GROUPS,
     log:
-        "logs/arith/metrics/{experiment}.log",
-    params:
-        window=ARITH["selection_window"],
+        arith.AGGREGATE_LOG,
+    wildcard_constraints:
+        experiment="|".join(arith.EXPERIMENTS),
     conda:
         ENV
+    params:
+        window=config["arith"]["selection_window"],
     shell:
-        "{PY} arith aggregate --experiment {wildcards.experiment} --curves {input.curves} "
-        "--window {params.window} --out {output.runs} --groups-out {output.groups} 2> {log}"
+        "python -m reprobench arith aggregate --experiment {wildcards.experiment:q} --curves {input.curves:q} "
+        "--window {params.window:q} --out {output.runs:q} --groups-out {output.groups:q} 2> {log:q}"
 
 
 rule arith_table:
     input:
-        get_arith_groups(["operations"]),
+        ARITH.groups(["operations"]),
     output:
-        multiext("results/arith/tables/operations", ".md", ".csv", ".tex"),
+        **reported("arith", arith.TABLE),
     log:
-        "logs/arith/tables/operations.log",
+        arith.TABLE.log,
     conda:
         ENV
+    params:
+        caption=arith.TABLE.caption,
     shell:
-        "{PY} arith table --groups {input} --out results/arith/tables/operations 2> {log}"
+        "python -m reprobench arith table --groups {input:q} --out {output:q} 2> {log:q}"
 
 
 rule arith_figure:
     input:
-        get_arith_groups(arith_grid.SWEEPS),
+        ARITH.groups(arith.SWEEPS),
     output:
-        multiext("results/arith/figures/parameters", ".png", ".pdf"),
+        **reported("arith", arith.FIGURE),
     log:
-        "logs/arith/figures/parameters.log",
-    params:
-        variant=ARITH["figure_variant"],
+        arith.FIGURE.log,
     conda:
         ENV
+    params:
+        caption=arith.FIGURE.caption,
+        variant=config["arith"]["figure_variant"],
     shell:
-        "{PY} arith figure --groups {input} --variant {params.variant} "
-        "--out results/arith/figures/parameters 2> {log}"
+        "python -m reprobench arith figure --groups {input:q} --variant {params.variant:q} --out {output:q} "
+        "2> {log:q}"
 
 
 rule arith_compare:
     input:
-        get_arith_groups(arith_grid.EXPERIMENTS),
+        ARITH.groups(arith.EXPERIMENTS),
     output:
-        "results/arith/comparison.csv",
+        arith.COMPARISON,
     log:
-        "logs/arith/comparison.log",
+        arith.COMPARISON_LOG,
     conda:
         ENV
     shell:
-        "{PY} arith compare --groups {input} --out {output} 2> {log}"
+        "python -m reprobench arith compare --groups {input:q} --out {output:q} 2> {log:q}"

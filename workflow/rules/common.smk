@@ -1,5 +1,7 @@
-# Validation, wildcard constraints and input functions shared by every benchmark's rules.
-# All logic lives in the reprobench package (src/); the rules call `python -m reprobench`.
+# Shared by every benchmark's rules (no rules here): the job environment, config validation, the registry, and
+# the report helpers.
+# All logic lives in the reprobench package (src/); the rules call `python -m reprobench <key> <stage>`.
+# A benchmark's runs, paths and input functions live in its grid module (src/reprobench/<key>/grid.py).
 
 import os
 import sys
@@ -8,30 +10,70 @@ from snakemake.utils import validate
 
 SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
-# Jobs (local, conda or Slurm) import the package from this checkout, whatever environment runs them.
+# Jobs (local, conda or Slurm) import the package from this checkout, with the interpreter that runs Snakemake
+# (its virtual environment) unless a conda environment is activated on top. Both variables are passed to jobs.
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p)
-# ...with the interpreter that runs Snakemake (its virtual environment), unless a conda env is activated on top.
 os.environ["PATH"] = os.pathsep.join((os.path.dirname(sys.executable), os.environ.get("PATH", "")))
 
-from reprobench.core.errors import ConfigError  # noqa: E402
-from reprobench.arith import grid as arith_grid  # noqa: E402
 
-validate(config, schema="../schemas/config.schema.yaml")
-try:
-    arith_grid.check(config["arith"])
-except ConfigError as exc:
-    raise WorkflowError(str(exc)) from None
+envvars:
+    "PATH",
+    "PYTHONPATH",
+
+
+from reprobench import benchmarks  # noqa: E402
+from reprobench.core.errors import ConfigError  # noqa: E402
 
 ENV = "../../envs/reprobench.yaml"
-PY = "python -m reprobench"
+CAPTION = "../report/caption.rst"  # one template: each product's caption param, the scale and the variant
 
-# Every benchmark adds its final outputs here; rule all and the report read them.
-TARGETS = {"tables": [], "figures": [], "comparisons": [], "other": []}
+validate(config, schema="../schemas/config.schema.yaml")
+for key in config:
+    if key not in ("scale", "device", "threads") and key not in benchmarks.KEYS:
+        raise WorkflowError(
+            f"config key '{key}': not a setting or a benchmark (benchmarks: {', '.join(benchmarks.KEYS)})"
+        )
+
+
+def load_benchmark(key):
+    """Validate config[key] against workflow/schemas/<key>.schema.yaml (filling in its defaults), run the benchmark's
+    own check, and return its Grid: runs, paths and the input functions of its rules."""
+    if key not in config:
+        raise WorkflowError(f"config key '{key}': the benchmark's section is missing (see config.yaml)")
+    try:
+        validate(config[key], schema=f"../schemas/{key}.schema.yaml")
+        return benchmarks.grid(key, config[key])
+    except (WorkflowError, ConfigError) as exc:
+        raise WorkflowError(f"config section '{key}': {exc}") from None
+
+
+def reported(key, product):
+    """Named outputs {format: path} of one table or figure (core.benchmark.Product), each file marked for
+    `snakemake --report` under its paper; the caption template reads the rule's `caption` param."""
+    paper = benchmarks.paper(key)
+    return {
+        ext.lstrip("."): report(
+            path,
+            caption=CAPTION,
+            category=f"{key}: {paper.title}",
+            subcategory=product.title,
+            labels={"file": os.path.basename(path)},
+        )
+        for ext, path in zip(product.formats, product.files())
+    }
 
 
 def get_all_targets():
-    return [p for paths in TARGETS.values() for p in paths]
+    """Every benchmark's tables, figures and comparison."""
+    return [path for key in benchmarks.KEYS for path in benchmarks.grid(key, config[key]).targets().files()]
 
 
 def get_report_inputs(wildcards):
-    return {k: TARGETS[k] for k in ("tables", "figures", "comparisons")}
+    """The files results/report.md shows: Markdown tables, PNG figures and comparisons, benchmark by benchmark."""
+    inputs = {"tables": [], "figures": [], "comparisons": []}
+    for key in benchmarks.KEYS:
+        targets = benchmarks.grid(key, config[key]).targets()
+        inputs["tables"] += [f"{t.stem}.md" for t in targets.tables]
+        inputs["figures"] += [f"{f.stem}.png" for f in targets.figures]
+        inputs["comparisons"] += targets.comparisons
+    return inputs

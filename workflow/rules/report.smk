@@ -1,4 +1,5 @@
-# The report over all benchmarks: every table, figure and published-vs-reproduced summary.
+# The Markdown report over all benchmarks: every table, figure and published-vs-reproduced summary
+# (results/report.md). The HTML report is Snakemake's own: `snakemake --report results/report.html`.
 
 
 localrules:
@@ -15,5 +16,5 @@ rule report:
     conda:
         ENV
     shell:
-        "{PY} report --out {output} --tables {input.tables} --figures {input.figures} "
-        "--comparisons {input.comparisons} 2> {log}"
+        "python -m reprobench report --out {output:q} --tables {input.tables:q} --figures {input.figures:q} "
+        "--comparisons {input.comparisons:q} 2> {log:q}"

@@ -1,218 +1,314 @@
-# WADE (Cisneros et al. 2022), synthetic tasks: prepare -> reservoirs / trained models -> aggregate -> render.
-# Outputs: results/wade/tables/table{4_wade,5_accuracy,6_parameters}.{md,csv,tex},
-# results/wade/figures/figure{1_time_to_threshold,3_learning_curves}.{png,pdf}, results/wade/comparison.csv.
+# wade: Cisneros, Sivic & Mikolov (2022), "Benchmarking Learning Efficiency in Deep Reservoir Computing".
+# prepare (task data, IMDB) -> train (reservoirs, sequence models, IMDB models) -> aggregate -> Tables 2, 4, 5, 6 and
+# Figures 1, 2, 3 -> compare. Runs, paths and input functions: src/reprobench/wade/grid.py. Config: the `wade`
+# section, validated against workflow/schemas/wade.schema.yaml.
 
-from reprobench.wade import grid as wade_grid
+from reprobench.wade import grid as wade
 
-WADE = config["wade"]
-WADE_RULES = wade_grid.rules(WADE)
-WADE_SEEDS = wade_grid.seeds(WADE)
-WADE_DATA = wade_grid.DATA
-WADE_CURVE = wade_grid.CURVE
-WADE_SEQUENCE_RUNS = wade_grid.SEQUENCE_RUNS
-WADE_TABLES = [f"results/wade/tables/{t}.{e}" for t in ("table4_wade", "table5_accuracy", "table6_parameters")
-               for e in ("md", "csv", "tex")]
-WADE_FIGURES = [f"results/wade/figures/{f}.{e}" for f in ("figure1_time_to_threshold", "figure3_learning_curves")
-                for e in ("png", "pdf")]
-IMDB = WADE["imdb"]
-IMDB_CURVE = wade_grid.IMDB_CURVE
-IMDB_OUTPUTS = [f"results/wade/tables/table2_imdb.{e}" for e in ("md", "csv", "tex")] + [
-    f"results/wade/figures/figure2_imdb_curves.{e}" for e in ("png", "pdf")]
-TARGETS["tables"].append("results/wade/tables/table2_imdb.md")
-TARGETS["figures"].append("results/wade/figures/figure2_imdb_curves.png")
-TARGETS["other"] += [p for p in IMDB_OUTPUTS if not p.endswith((".md", ".png"))]
-
-TARGETS["tables"] += [t for t in WADE_TABLES if t.endswith(".md")]
-TARGETS["figures"] += [f for f in WADE_FIGURES if f.endswith(".png")]
-TARGETS["comparisons"].append("results/wade/comparison.csv")
-TARGETS["other"] += [p for p in WADE_TABLES + WADE_FIGURES if not p.endswith((".md", ".png"))]
-
-
-wildcard_constraints:
-    task=r"\d+",
-    config=r"[a-z0-9]+",
-
-
-def get_wade_all_curves(wildcards):
-    return [WADE_CURVE.format(model=m, config=c, task=t, seed=s) for t in WADE["tasks"] for s in WADE_SEEDS
-            for m, c in wade_grid.runs(WADE)]
+WADE = load_benchmark("wade")
 
 
 localrules:
-    wade_prepare,
-    wade_aggregate,
-    wade_render,
-    wade_imdb_prepare,
-    wade_imdb_render,
+    wade_prepare_task,
+    wade_prepare_imdb,
+    wade_aggregate_synthetic,
+    wade_aggregate_imdb,
+    wade_table2,
+    wade_table4,
+    wade_table5,
+    wade_table6,
+    wade_figure1,
+    wade_figure2,
+    wade_figure3,
+    wade_compare,
 
 
-rule wade_prepare:
+# One task's data for one seed, read by every model of that seed (the paper requires the same data).
+rule wade_prepare_task:
     output:
-        WADE_DATA,
+        wade.DATA,
     log:
-        "logs/wade/data/task={task}/seed={seed}.log",
+        wade.DATA_LOG,
+    wildcard_constraints:
+        **WADE.wildcards(),
+    conda:
+        ENV
     params:
-        max_sequences=WADE["max_sequences"],
+        max_sequences=config["wade"]["max_sequences"],
         scale=config["scale"],
-    conda:
-        ENV
     shell:
-        "{PY} wade prepare --task {wildcards.task} --seed {wildcards.seed} --max-sequences {params.max_sequences} "
-        "--scale {params.scale} --out {output} 2> {log}"
-
-
-# Every CA rule of one (task, seed) in one vectorised job, plus the ESN on the same data.
-rule wade_reservoir:
-    input:
-        WADE_DATA,
-    output:
-        rules=[WADE_CURVE.replace("{model}", "reca").replace("{config}", f"rule{r}") for r in WADE_RULES],
-        esn=WADE_CURVE.replace("{model}", "esn").replace("{config}", "default"),
-    log:
-        "logs/wade/reservoir/task={task}/seed={seed}.log",
-    benchmark:
-        "benchmarks/wade/reservoir/task={task}/seed={seed}.tsv"
-    params:
-        rules=" ".join(map(str, WADE_RULES)),
-        rules_per_chunk=WADE["rules_per_chunk"],
-        device=config["device"],
-        scale=config["scale"],
-    threads: config["threads"]
-    resources:
-        gpu=1,
-    group:
-        "wade_train"
-    conda:
-        ENV
-    shell:
-        "{PY} wade reservoir --data {input} --rules {params.rules} --rule-outputs {output.rules} "
-        "--esn-output {output.esn} --rules-per-chunk {params.rules_per_chunk} --device {params.device} "
-        "--threads {threads} --scale {params.scale} 2> {log}"
-
-
-# RNN, LSTM and both Transformers (faithful: no causal mask; corrected: causal mask) of one (task, seed).
-rule wade_sequence:
-    input:
-        WADE_DATA,
-    output:
-        [WADE_CURVE.replace("{model}", m).replace("{config}", c) for m, c in WADE_SEQUENCE_RUNS],
-    log:
-        "logs/wade/sequence/task={task}/seed={seed}.log",
-    benchmark:
-        "benchmarks/wade/sequence/task={task}/seed={seed}.tsv"
-    params:
-        runs=lambda wildcards, output: " ".join(
-            f"{m}:{c if m == 'transformer' else 'faithful'}={path}" for (m, c), path in zip(WADE_SEQUENCE_RUNS, output)
-        ),
-        epochs=WADE["epochs"],
-        device=config["device"],
-        scale=config["scale"],
-    threads: config["threads"]
-    resources:
-        gpu=1,
-    group:
-        "wade_train"
-    conda:
-        ENV
-    shell:
-        "{PY} wade sequence --data {input} --runs {params.runs} --epochs {params.epochs} --device {params.device} "
-        "--threads {threads} --scale {params.scale} 2> {log}"
-
-
-rule wade_aggregate:
-    input:
-        get_wade_all_curves,
-    output:
-        runs="results/wade/metrics/synthetic.parquet",
-        curves="results/wade/metrics/synthetic_mean_curves.parquet",
-    log:
-        "logs/wade/metrics/synthetic.log",
-    conda:
-        ENV
-    shell:
-        "{PY} wade aggregate --curves {input} --out {output.runs} --curves-out {output.curves} 2> {log}"
-
-
-rule wade_render:
-    input:
-        runs="results/wade/metrics/synthetic.parquet",
-        curves="results/wade/metrics/synthetic_mean_curves.parquet",
-        data=expand(WADE_DATA, task=WADE["tasks"], seed=WADE_SEEDS[0]),
-        imdb="results/wade/metrics/imdb.parquet",
-        human=WADE.get("human_sessions", []),
-    output:
-        WADE_TABLES + WADE_FIGURES + ["results/wade/comparison.csv"],
-    log:
-        "logs/wade/render.log",
-    params:
-        variant=WADE["figure_variant"],
-    conda:
-        ENV
-    shell:
-        "{PY} wade render --runs {input.runs} --mean-curves {input.curves} --data {input.data} "
-        "--tables results/wade/tables --figures results/wade/figures --comparison results/wade/comparison.csv "
-        "--figure-variant {params.variant} --imdb-runs {input.imdb} --human-sessions {input.human} 2> {log}"
+        "python -m reprobench wade prepare-task --task {wildcards.task:q} --seed {wildcards.seed:q} "
+        "--max-sequences {params.max_sequences:q} --scale {params.scale:q} --out {output:q} 2> {log:q}"
 
 
 # IMDB: the real corpus (download: on the submitting node, it needs the network) or the synthetic stand-in.
-rule wade_imdb_prepare:
+rule wade_prepare_imdb:
     output:
-        "results/wade/data/imdb.parquet",
+        wade.IMDB_DATA,
     log:
-        "logs/wade/data/imdb.log",
-    params:
-        source=IMDB["source"],
-        resources="resources/imdb" if IMDB["source"] == "download" else "resources/imdb-synthetic",
-        train=IMDB["synthetic_train"],
-        test=IMDB["synthetic_test"],
-        scale=config["scale"],
+        wade.IMDB_DATA_LOG,
     conda:
         ENV
-    shell:
-        "{PY} wade imdb-prepare --source {params.source} --resources {params.resources} --train {params.train} "
-        "--test {params.test} --scale {params.scale} --out {output} 2> {log}"
-
-
-rule wade_imdb_train:
-    input:
-        "results/wade/data/imdb.parquet",
-    output:
-        IMDB_CURVE,
-    log:
-        "logs/wade/imdb/model={model}/seed={seed}.log",
-    benchmark:
-        "benchmarks/wade/imdb/model={model}/seed={seed}.tsv"
     params:
-        epochs=IMDB["epochs"],
-        eval_every=IMDB["eval_every"],
-        device=config["device"],
+        source=config["wade"]["imdb"]["source"],
+        resources=WADE.imdb_resources(),
+        train=config["wade"]["imdb"]["synthetic_train"],
+        test=config["wade"]["imdb"]["synthetic_test"],
         scale=config["scale"],
-        checkpoint=wade_grid.IMDB_CHECKPOINT,
-        checkpoint_minutes=IMDB["checkpoint_minutes"],
-    threads: config["threads"]
-    resources:
-        gpu=1,
+    shell:
+        "python -m reprobench wade prepare-imdb --source {params.source:q} --resources {params.resources:q} "
+        "--train {params.train:q} --test {params.test:q} --scale {params.scale:q} --out {output:q} 2> {log:q}"
+
+
+# Every CA rule of one (task, seed) in one vectorised job, plus the ESN on the same data.
+rule wade_train_reservoir:
+    input:
+        wade.DATA,
+    output:
+        **WADE.reservoir_outputs(),
+    log:
+        wade.RESERVOIR_LOG,
+    benchmark:
+        wade.RESERVOIR_TIMING
+    wildcard_constraints:
+        **WADE.wildcards(),
     group:
         "wade_train"
     conda:
         ENV
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        rules=WADE.rules(),
+        rules_per_chunk=config["wade"]["rules_per_chunk"],
+        device=config["device"],
+        scale=config["scale"],
     shell:
-        "{PY} wade imdb-train --data {input} --model {wildcards.model} --seed {wildcards.seed} "
-        "--epochs {params.epochs} --eval-every {params.eval_every} --device {params.device} --threads {threads} "
-        "--scale {params.scale} --checkpoint {params.checkpoint} --checkpoint-minutes {params.checkpoint_minutes} "
-        "--out {output} 2> {log}"
+        "python -m reprobench wade train-reservoir --data {input:q} --seed {wildcards.seed:q} "
+        "--rules {params.rules:q} --rule-outputs {output.rules:q} --esn-output {output.esn:q} "
+        "--rules-per-chunk {params.rules_per_chunk:q} --device {params.device:q} --threads {threads} "
+        "--scale {params.scale:q} 2> {log:q}"
 
 
-rule wade_imdb_render:
+# RNN, LSTM and both Transformers (faithful: no causal mask; corrected: causal mask) of one (task, seed).
+rule wade_train_sequence:
     input:
-        expand(IMDB_CURVE, model=IMDB["models"], seed=range(IMDB["seeds"])),
+        wade.DATA,
     output:
-        runs="results/wade/metrics/imdb.parquet",
-        rendered=IMDB_OUTPUTS,
+        WADE.sequence_outputs(),
     log:
-        "logs/wade/imdb_render.log",
+        wade.SEQUENCE_LOG,
+    benchmark:
+        wade.SEQUENCE_TIMING
+    wildcard_constraints:
+        **WADE.wildcards(),
+    group:
+        "wade_train"
+    conda:
+        ENV
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        epochs=config["wade"]["epochs"],
+        device=config["device"],
+        scale=config["scale"],
+    shell:
+        "python -m reprobench wade train-sequence --data {input:q} --seed {wildcards.seed:q} --outputs {output:q} "
+        "--epochs {params.epochs:q} --device {params.device:q} --threads {threads} --scale {params.scale:q} "
+        "2> {log:q}"
+
+
+rule wade_train_imdb:
+    input:
+        wade.IMDB_DATA,
+    output:
+        wade.IMDB_CURVE,
+    log:
+        wade.IMDB_LOG,
+    benchmark:
+        wade.IMDB_TIMING
+    wildcard_constraints:
+        **WADE.wildcards(),
+    group:
+        "wade_train"
+    conda:
+        ENV
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        epochs=config["wade"]["imdb"]["epochs"],
+        eval_every=config["wade"]["imdb"]["eval_every"],
+        device=config["device"],
+        scale=config["scale"],
+        checkpoint=wade.IMDB_CHECKPOINT,
+        checkpoint_minutes=config["wade"]["imdb"]["checkpoint_minutes"],
+    shell:
+        "python -m reprobench wade train-imdb --data {input:q} --model {wildcards.model:q} --seed {wildcards.seed:q} "
+        "--epochs {params.epochs:q} --eval-every {params.eval_every:q} --device {params.device:q} "
+        "--threads {threads} --scale {params.scale:q} --checkpoint {params.checkpoint:q} "
+        "--checkpoint-minutes {params.checkpoint_minutes:q} --out {output:q} 2> {log:q}"
+
+
+rule wade_aggregate_synthetic:
+    input:
+        WADE.get_curves(),
+    output:
+        runs=wade.SYNTHETIC_RUNS,
+        mean_curves=wade.SYNTHETIC_MEAN_CURVES,
+    log:
+        wade.SYNTHETIC_LOG,
     conda:
         ENV
     shell:
-        "{PY} wade imdb-render --curves {input} --runs-out {output.runs} --tables results/wade/tables "
-        "--figures results/wade/figures 2> {log}"
+        "python -m reprobench wade aggregate-synthetic --curves {input:q} --out {output.runs:q} "
+        "--mean-curves-out {output.mean_curves:q} 2> {log:q}"
+
+
+rule wade_aggregate_imdb:
+    input:
+        WADE.imdb_curves(),
+    output:
+        runs=wade.IMDB_RUNS,
+        mean_curves=wade.IMDB_MEAN_CURVES,
+    log:
+        wade.IMDB_AGGREGATE_LOG,
+    conda:
+        ENV
+    shell:
+        "python -m reprobench wade aggregate-imdb --curves {input:q} --out {output.runs:q} "
+        "--mean-curves-out {output.mean_curves:q} 2> {log:q}"
+
+
+rule wade_table2:
+    input:
+        runs=wade.IMDB_RUNS,
+    output:
+        **reported("wade", wade.TABLES["table2"]),
+    log:
+        wade.TABLES["table2"].log,
+    conda:
+        ENV
+    params:
+        caption=wade.TABLES["table2"].caption,
+    shell:
+        "python -m reprobench wade table2 --runs {input.runs:q} --out {output:q} 2> {log:q}"
+
+
+rule wade_table4:
+    input:
+        runs=wade.SYNTHETIC_RUNS,
+        human=config["wade"]["human_sessions"],
+    output:
+        **reported("wade", wade.TABLES["table4"]),
+    log:
+        wade.TABLES["table4"].log,
+    conda:
+        ENV
+    params:
+        caption=wade.TABLES["table4"].caption,
+    shell:
+        "python -m reprobench wade table4 --runs {input.runs:q} --human-sessions {input.human:q} --out {output:q} "
+        "2> {log:q}"
+
+
+rule wade_table5:
+    input:
+        runs=wade.SYNTHETIC_RUNS,
+        mean_curves=wade.SYNTHETIC_MEAN_CURVES,
+    output:
+        **reported("wade", wade.TABLES["table5"]),
+    log:
+        wade.TABLES["table5"].log,
+    conda:
+        ENV
+    params:
+        caption=wade.TABLES["table5"].caption,
+    shell:
+        "python -m reprobench wade table5 --runs {input.runs:q} --mean-curves {input.mean_curves:q} "
+        "--out {output:q} 2> {log:q}"
+
+
+rule wade_table6:
+    input:
+        WADE.first_seed_data(),
+    output:
+        **reported("wade", wade.TABLES["table6"]),
+    log:
+        wade.TABLES["table6"].log,
+    conda:
+        ENV
+    params:
+        caption=wade.TABLES["table6"].caption,
+    shell:
+        "python -m reprobench wade table6 --data {input:q} --out {output:q} 2> {log:q}"
+
+
+rule wade_figure1:
+    input:
+        runs=wade.SYNTHETIC_RUNS,
+        mean_curves=wade.SYNTHETIC_MEAN_CURVES,
+    output:
+        **reported("wade", wade.FIGURES["figure1"]),
+    log:
+        wade.FIGURES["figure1"].log,
+    conda:
+        ENV
+    params:
+        caption=wade.FIGURES["figure1"].caption,
+    shell:
+        "python -m reprobench wade figure1 --runs {input.runs:q} --mean-curves {input.mean_curves:q} "
+        "--out {output:q} 2> {log:q}"
+
+
+rule wade_figure2:
+    input:
+        runs=wade.IMDB_RUNS,
+        mean_curves=wade.IMDB_MEAN_CURVES,
+    output:
+        **reported("wade", wade.FIGURES["figure2"]),
+    log:
+        wade.FIGURES["figure2"].log,
+    conda:
+        ENV
+    params:
+        caption=wade.FIGURES["figure2"].caption,
+    shell:
+        "python -m reprobench wade figure2 --runs {input.runs:q} --mean-curves {input.mean_curves:q} "
+        "--out {output:q} 2> {log:q}"
+
+
+rule wade_figure3:
+    input:
+        runs=wade.SYNTHETIC_RUNS,
+        mean_curves=wade.SYNTHETIC_MEAN_CURVES,
+    output:
+        **reported("wade", wade.FIGURES["figure3"]),
+    log:
+        wade.FIGURES["figure3"].log,
+    conda:
+        ENV
+    params:
+        caption=wade.FIGURES["figure3"].caption,
+        variant=config["wade"]["figure_variant"],
+    shell:
+        "python -m reprobench wade figure3 --runs {input.runs:q} --mean-curves {input.mean_curves:q} "
+        "--variant {params.variant:q} --out {output:q} 2> {log:q}"
+
+
+rule wade_compare:
+    input:
+        runs=wade.SYNTHETIC_RUNS,
+        mean_curves=wade.SYNTHETIC_MEAN_CURVES,
+        imdb_runs=wade.IMDB_RUNS,
+    output:
+        wade.COMPARISON,
+    log:
+        wade.COMPARISON_LOG,
+    conda:
+        ENV
+    shell:
+        "python -m reprobench wade compare --runs {input.runs:q} --mean-curves {input.mean_curves:q} "
+        "--imdb-runs {input.imdb_runs:q} --out {output:q} 2> {log:q}"

@@ -1,3 +1,9 @@
-"""Madsen & Johansen (2019), "Measuring Arithmetic Extrapolation Performance": NAC/NALU on the simple function task."""
+"""Madsen & Johansen (2019), "Measuring Arithmetic Extrapolation Performance": NAC/NALU on the simple function task.
 
-PAPER = "madsen2019-arith"
+Stages (workflow/rules/arith.smk): thresholds -> batched training -> aggregate -> table, figure -> compare.
+"""
+
+from reprobench.core.benchmark import Paper
+
+PAPER = Paper(key="arith", id="madsen2019-arith", title="Measuring Arithmetic Extrapolation Performance",
+              citation="Madsen & Johansen, 2019, SEDL workshop at NeurIPS 2019, arXiv:1910.01888")

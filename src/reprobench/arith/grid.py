@@ -1,25 +1,50 @@
-"""The experiment grid (specs/arith.md, section 5.1): which settings exist, their seeds and their paths.
+"""The experiment grid (specs/arith.md, section 5.1): which settings exist, their seeds, and every path.
 
-The Snakefile, `reprobench inspect` and the aggregation all read the grid from here, so that the
-runs the DAG plans, the runs a reader expects and the runs a table counts are the same list.
+The rules (workflow/rules/arith.smk), `reprobench inspect` and the aggregation all read the grid from here, so
+that the runs the DAG plans, the runs a reader expects and the runs a table counts are the same list, and every
+path is written once.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from reprobench.arith.data import subset_sizes
+from reprobench.arith.data import OPERATIONS, subset_sizes
+from reprobench.core.benchmark import Product, Targets
 from reprobench.core.errors import ConfigError
 
-ROOT = "results/arith"
 SWEEPS = ("input_size", "hidden_size", "overlap", "subset", "range")
 EXPERIMENTS = ("operations",) + SWEEPS
-SETTING_KEYS = ("operation", "input_size", "hidden_size", "overlap", "subset", "interpolation", "extrapolation")
-CURVE_PATTERN = (ROOT + "/curves/experiment={experiment}/model={model}/operation={operation}/input_size={input_size}"
-                 "/hidden_size={hidden_size}/overlap={overlap}/subset={subset}/interpolation={interpolation}"
-                 "/extrapolation={extrapolation}/seed={seed}.parquet")
-THRESHOLD_PATTERN = (ROOT + "/thresholds/operation={operation}/input_size={input_size}/overlap={overlap}"
-                     "/subset={subset}/extrapolation={extrapolation}.json")
+
+# Paths. A setting's folders, then each stage's files; logs/ and benchmarks/ mirror results/.
+ROOT, LOGS, TIMINGS = "results/arith", "logs/arith", "benchmarks/arith"
+SETTING = ("experiment={experiment}/model={model}/operation={operation}/input_size={input_size}"
+           "/hidden_size={hidden_size}/overlap={overlap}/subset={subset}/interpolation={interpolation}"
+           "/extrapolation={extrapolation}")
+DATASET = "operation={operation}/input_size={input_size}/overlap={overlap}/subset={subset}/extrapolation={extrapolation}"
+THRESHOLD = f"{ROOT}/thresholds/{DATASET}.json"
+THRESHOLD_LOG = f"{LOGS}/thresholds/{DATASET}.log"
+CURVE = f"{ROOT}/curves/{SETTING}/seed={{seed}}.parquet"
+TRAIN_LOG = f"{LOGS}/curves/{SETTING}.log"
+TRAIN_TIMING = f"{TIMINGS}/curves/{SETTING}.tsv"
+CHECKPOINT = f"{ROOT}/checkpoints/{SETTING}.pt"
+RUNS = f"{ROOT}/metrics/{{experiment}}.parquet"
+GROUPS = f"{ROOT}/metrics/{{experiment}}_groups.parquet"
+AGGREGATE_LOG = f"{LOGS}/metrics/{{experiment}}.log"
+TABLE = Product("Table: effect of dataset operation", f"{ROOT}/tables/operations", (".md", ".csv", ".tex"),
+                "The table 'Effect of dataset operation' of Madsen & Johansen (2019): success rate (Wilson 95% CI), "
+                "solved-at step (median; gamma-fit mean with 95% profile CI) and sparsity error (beta-fit mean with "
+                "95% profile CI) per operation and model. Faithful rows use the paper's estimators; a corrected row "
+                "follows where the fixed estimators differ (docs/DEVIATIONS.md A1-A3).")
+FIGURE = Product("Figure: effect of parameters", f"{ROOT}/figures/parameters", (".png", ".pdf"),
+                 "The figure 'Effect of parameters' of Madsen & Johansen (2019): success rate, solved-at step and "
+                 "sparsity error of NAC• and NALU on multiplication against input size, hidden size, overlap ratio, "
+                 "subset ratio and interpolation range, with 95% intervals; open diamonds are the published success "
+                 "rates read off the paper's figure.")
+COMPARISON = f"{ROOT}/comparison.csv"
+COMPARISON_LOG = f"{LOGS}/comparison.log"
+
+NUMBER, RANGE = r"[0-9]+(\.[0-9]+)?", r"[0-9]+(\.[0-9]+)?_[0-9]+(\.[0-9]+)?"
 
 
 def fmt(x) -> str:
@@ -57,16 +82,16 @@ class Setting:
                 "interpolation": fmt_range(self.interpolation), "extrapolation": fmt_range(self.extrapolation)}
 
     def curve_path(self, seed: int) -> str:
-        return CURVE_PATTERN.format(seed=seed, **self.keys())
+        return CURVE.format(seed=seed, **self.keys())
 
     def threshold_path(self) -> str:
-        return THRESHOLD_PATTERN.format(**self.keys())
+        return THRESHOLD.format(**self.keys())
 
     def record(self) -> dict:
         return asdict(self)
 
     @classmethod
-    def from_keys(cls, keys) -> "Setting":
+    def from_keys(cls, keys) -> Setting:
         return cls(experiment=keys["experiment"], model=keys["model"], operation=keys["operation"],
                    input_size=int(keys["input_size"]), hidden_size=int(keys["hidden_size"]),
                    overlap=float(keys["overlap"]), subset=float(keys["subset"]),
@@ -74,64 +99,107 @@ class Setting:
                    extrapolation=parse_range(keys["extrapolation"]))
 
 
-def default_setting(arith: dict, experiment: str, model: str, operation: str) -> Setting:
-    d = arith["dataset"]
-    return Setting(experiment, model, operation, int(d["input_size"]), int(d["hidden_size"]), float(d["overlap"]),
-                   float(d["subset"]), tuple(d["interpolation"]), tuple(d["extrapolation"]))
+class Grid:
+    """The runs of one `arith` config section, and the input functions its rules use."""
 
+    def __init__(self, section: dict):
+        self.cfg = section
 
-def settings(arith: dict, experiment: str | None = None) -> list[Setting]:
-    """Every training setting of the `arith` config section (or of one experiment), in a stable order."""
-    out = []
-    if experiment in (None, "operations"):
-        for operation, models in arith["operations"]["cells"].items():
-            out += [default_setting(arith, "operations", model, operation) for model in models]
-    sweeps = arith["sweeps"]
-    for name in SWEEPS:
-        if experiment not in (None, name):
-            continue
-        for model in sweeps["models"]:
-            base = default_setting(arith, name, model, sweeps["operation"])
-            if name == "range":
-                out += [replace(base, interpolation=tuple(r["interpolation"]), extrapolation=tuple(r["extrapolation"]))
-                        for r in sweeps["range"]]
-            else:
-                cast = int if name in ("input_size", "hidden_size") else float
-                out += [replace(base, **{name: cast(v)}) for v in sweeps[name]]
-    return out
+    # --- the runs -------------------------------------------------------------------------------------------------
+    def _default(self, experiment: str, model: str, operation: str) -> Setting:
+        d = self.cfg["dataset"]
+        return Setting(experiment, model, operation, int(d["input_size"]), int(d["hidden_size"]), float(d["overlap"]),
+                       float(d["subset"]), tuple(d["interpolation"]), tuple(d["extrapolation"]))
 
+    def settings(self, experiment: str | None = None) -> list[Setting]:
+        """Every training setting (or those of one experiment), in a stable order."""
+        out = []
+        if experiment in (None, "operations"):
+            for operation, models in self.cfg["operations"]["cells"].items():
+                out += [self._default("operations", model, operation) for model in models]
+        sweeps = self.cfg["sweeps"]
+        for name in SWEEPS:
+            if experiment not in (None, name):
+                continue
+            for model in sweeps["models"]:
+                base = self._default(name, model, sweeps["operation"])
+                if name == "range":
+                    out += [replace(base, interpolation=tuple(r["interpolation"]),
+                                    extrapolation=tuple(r["extrapolation"])) for r in sweeps["range"]]
+                else:
+                    cast = int if name in ("input_size", "hidden_size") else float
+                    out += [replace(base, **{name: cast(v)}) for v in sweeps[name]]
+        return out
 
-def seeds(arith: dict, experiment: str) -> list[int]:
-    section = arith["operations"] if experiment == "operations" else arith["sweeps"]
-    return list(range(int(section["seeds"])))
+    def seeds(self, experiment: str) -> list[int]:
+        """Seeds 0 .. N-1 of the experiment's section (operations or sweeps)."""
+        section = self.cfg["operations"] if experiment == "operations" else self.cfg["sweeps"]
+        return list(range(int(section["seeds"])))
 
+    def iterations(self, setting: Setting) -> int:
+        """Optimiser steps minus one (the reference loops over range(iterations + 1)), per experiment; the
+        input-size sweep's large inputs train longer (sweeps.long_iterations)."""
+        if setting.experiment == "operations":
+            return int(self.cfg["operations"]["iterations"])
+        longer = {int(n): int(entry["iterations"]) for entry in self.cfg["sweeps"].get("long_iterations") or []
+                  for n in entry["input_sizes"]}
+        if setting.experiment == "input_size" and setting.input_size in longer:
+            return longer[setting.input_size]
+        return int(self.cfg["sweeps"]["iterations"])
 
-def iterations(arith: dict, setting: Setting) -> int:
-    """Optimiser steps minus one (the reference loops over range(iterations + 1)), per experiment; the
-    input-size sweep's large inputs train longer (sweeps.long_iterations)."""
-    if setting.experiment == "operations":
-        return int(arith["operations"]["iterations"])
-    longer = {int(n): int(entry["iterations"]) for entry in arith["sweeps"].get("long_iterations") or []
-              for n in entry["input_sizes"]}
-    if setting.experiment == "input_size" and setting.input_size in longer:
-        return longer[setting.input_size]
-    return int(arith["sweeps"]["iterations"])
+    def models(self) -> list[str]:
+        return sorted({s.model for s in self.settings()})
 
+    # --- the registry's interface (reprobench.benchmarks) -------------------------------------------------------
+    def check(self) -> None:
+        """What the schema cannot say: every subset must fit its input, ranges must be ordered."""
+        for s in self.settings():
+            key = "arith.dataset" if s.experiment == "operations" else f"arith.sweeps.{s.experiment}"
+            try:
+                subset_sizes(s.input_size, s.subset, s.overlap)
+            except ValueError as exc:
+                raise ConfigError(key, f"{exc} (input_size={s.input_size}, subset={s.subset}, overlap={s.overlap})") \
+                    from None
+            for name in ("interpolation", "extrapolation"):
+                low, high = getattr(s, name)
+                if not low < high:
+                    raise ConfigError(f"{key}.{name}" if s.experiment != "range" else key,
+                                      f"range [{low}, {high}] is empty (low must be below high)")
 
-def expected_curves(arith: dict) -> list[str]:
-    return [s.curve_path(seed) for s in settings(arith) for seed in seeds(arith, s.experiment)]
+    def expected_curves(self) -> list[str]:
+        return [s.curve_path(seed) for s in self.settings() for seed in self.seeds(s.experiment)]
 
+    def targets(self) -> Targets:
+        return Targets(tables=[TABLE], figures=[FIGURE], comparisons=[COMPARISON])
 
-def check(arith: dict) -> None:
-    """What the schema cannot say: every subset must fit its input, ranges must be ordered."""
-    for s in settings(arith):
-        key = "arith.dataset" if s.experiment == "operations" else f"arith.sweeps.{s.experiment}"
-        try:
-            subset_sizes(s.input_size, s.subset, s.overlap)
-        except ValueError as exc:
-            raise ConfigError(key, f"{exc} (input_size={s.input_size}, subset={s.subset}, overlap={s.overlap})") from None
-        for name in ("interpolation", "extrapolation"):
-            low, high = getattr(s, name)
-            if not low < high:
-                raise ConfigError(f"{key}.{name}" if s.experiment != "range" else key,
-                                  f"range [{low}, {high}] is empty (low must be below high)")
+    # --- for the rules ----------------------------------------------------------------------------------------------
+    def wildcards(self, experiments=EXPERIMENTS) -> dict[str, str]:
+        """Wildcard constraints of the arith rules: the values this config can produce."""
+        return {"experiment": "|".join(experiments), "model": "|".join(self.models()) or "none",
+                "operation": "|".join(OPERATIONS), "input_size": r"[0-9]+", "hidden_size": r"[0-9]+",
+                "overlap": NUMBER, "subset": NUMBER, "interpolation": RANGE, "extrapolation": RANGE}
+
+    def get_setting(self, wildcards) -> Setting:
+        return Setting.from_keys(dict(wildcards.items()))
+
+    def get_iterations(self, wildcards) -> int:
+        return self.iterations(self.get_setting(wildcards))
+
+    def get_runtime(self, wildcards, attempt) -> int:
+        """Slurm minutes for one setting: all its seeds train together; more time on each retry."""
+        steps = self.get_iterations(wildcards) + 1
+        return int(15 + attempt * self.cfg["slurm_minutes_per_million_steps"] * steps / 1e6)
+
+    def get_seeds(self, wildcards) -> list[int]:
+        return self.seeds(wildcards.experiment)
+
+    def get_curves(self, wildcards) -> list[str]:
+        return [s.curve_path(seed) for s in self.settings(wildcards.experiment)
+                for seed in self.seeds(wildcards.experiment)]
+
+    def get_thresholds(self, wildcards) -> list[str]:
+        return sorted({s.threshold_path() for s in self.settings(wildcards.experiment)})
+
+    @staticmethod
+    def groups(experiments) -> list[str]:
+        return [GROUPS.format(experiment=e) for e in experiments]

@@ -3,15 +3,14 @@ published-vs-reproduced comparison."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
 from reprobench.arith import published
 from reprobench.arith.grid import fmt
 from reprobench.arith.models import display_name
-from reprobench.core import compare, plotting, tables
+from reprobench.core import compare, curves, plotting, tables
+from reprobench.core.compare import Interval
 
 OPERATION_SYMBOLS = {"mul": "×", "div": "/", "add": "+", "sub": "−", "squared": "z²", "root": "√z"}
 SWEEP_AXES = [("input_size", "input size"), ("hidden_size", "hidden size"), ("overlap", "overlap ratio"),
@@ -73,17 +72,10 @@ def operations_table(groups: pd.DataFrame, stem: str) -> list[str]:
         # best per operation among the faithful rows: highest success, lowest solved-at and sparsity
         faithful_rows = [i for i in range(first_row, len(rows_md)) if rows_md[i][2] == "faithful"]
         frame = faithful.reset_index()
-        for col, column_index, best in (("success", 3, np.nanmax), ("solved_at_median", 4, np.nanmin),
-                                        ("solved_at_mean", 5, np.nanmin), ("sparsity_error", 6, np.nanmin)):
-            values = frame[col].to_numpy(float)
-            if np.all(np.isnan(values)):
-                continue
-            finite = values[~np.isnan(values)]
-            if len(values) > 1 and len(finite) == len(values) and np.all(finite == finite[0]):
-                continue  # everyone ties: nothing is best
-            target = best(values)
-            bold |= {(faithful_rows[i], column_index) for i, v in enumerate(values) if v == target}
-    scale = groups["scale"].iloc[0] if len(groups) else "?"
+        for col, column_index, higher in (("success", 3, True), ("solved_at_median", 4, False),
+                                          ("solved_at_mean", 5, False), ("sparsity_error", 6, False)):
+            bold |= {(faithful_rows[i], column_index) for i in tables.best(frame[col], higher)}
+    scale = curves.scale_label(groups) if len(groups) else "?"
     n = int(groups["n_runs"].max()) if len(groups) else 0
     iterations = int(groups["iterations"].max()) if len(groups) else 0
     note = (f"Scale: {scale}; {n} seeds per cell; {iterations + 1:,} optimiser steps. Success: Wilson 95% CI. "
@@ -161,7 +153,7 @@ def parameters_figure(groups: pd.DataFrame, stem: str, variant: str) -> list[str
             axes[1, 0].set_ylim(0, 1)
         if groups["sparsity_error"].isna().all():
             axes[2, 0].set_ylim(0, 0.5)
-        scale = groups["scale"].iloc[0] if len(groups) else "?"
+        scale = curves.scale_label(groups) if len(groups) else "?"
         n = int(groups["n_runs"].max()) if len(groups) else 0
         fig.suptitle(f"Effect of parameters (op = mul; {n} seeds; scale {scale}; variant {variant}; "
                      "open diamonds: published success rates)")
@@ -172,36 +164,32 @@ def parameters_figure(groups: pd.DataFrame, stem: str, variant: str) -> list[str
 
 def comparison(groups: pd.DataFrame) -> list[dict]:
     rows = []
-    pub_table = published.operations_table()
     ops = groups[groups["experiment"] == "operations"]
-    for _, p in pub_table.iterrows():
+    for _, p in published.operations_table().iterrows():
         for _, r in ops[(ops["operation"] == p["operation"]) & (ops["model"] == p["model"])].iterrows():
-            name = f"{p['operation']}/{display_name(p['model'])}"
-            common = dict(benchmark="arith", result="operations", row_name=name, n_runs=int(r["n_runs"]),
-                          scale=r["scale"], variant=r["variant"])
+            common = {"benchmark": "arith", "result": "operations", "row": f"{p['operation']}/{display_name(p['model'])}",
+                      "n_runs": int(r["n_runs"]), "scale": r["scale"], "variant": r["variant"]}
             success = p["success_pct"] / 100
-            rows.append(compare.row(metric="success", published=success,
-                                    published_low=success - p["success_minus"] / 100,
-                                    published_high=success + p["success_plus"] / 100,
-                                    reproduced=r["success"], reproduced_low=r["success_low"],
-                                    reproduced_high=r["success_high"], **common))
-            rows.append(compare.row(metric="solved_at_median", published=p["solved_at_median"], published_low=math.nan,
-                                    published_high=math.nan, reproduced=r["solved_at_median"], reproduced_low=math.nan,
-                                    reproduced_high=math.nan, **common))
-            for metric, column, plus, minus in (("solved_at_mean", "solved_at_mean", "solved_at_plus", "solved_at_minus"),
-                                                ("sparsity_error", "sparsity_error", "sparsity_plus", "sparsity_minus")):
-                names = METRIC_COLUMNS[metric]
-                rows.append(compare.row(metric=metric, published=p[column], published_low=p[column] - p[minus],
-                                        published_high=p[column] + p[plus], reproduced=r[names[0]],
-                                        reproduced_low=r[names[1]], reproduced_high=r[names[2]], **common))
+            rows.append(compare.row(metric="success", published=Interval(success, success - p["success_minus"] / 100,
+                                                                         success + p["success_plus"] / 100),
+                                    reproduced=Interval(*r[list(METRIC_COLUMNS["success"])]), **common))
+            rows.append(compare.row(metric="solved_at_median", published=Interval(p["solved_at_median"]),
+                                    reproduced=Interval(r["solved_at_median"]), **common))
+            for metric, plus, minus in (("solved_at_mean", "solved_at_plus", "solved_at_minus"),
+                                        ("sparsity_error", "sparsity_plus", "sparsity_minus")):
+                rows.append(compare.row(metric=metric, published=Interval(p[metric], p[metric] - p[minus],
+                                                                          p[metric] + p[plus]),
+                                        reproduced=Interval(*r[list(METRIC_COLUMNS[metric])]), **common))
     sweeps = groups[groups["experiment"] != "operations"].copy()
     sweeps["key"] = sweeps.apply(_sweep_key, axis=1)
     for _, p in published.parameters_figure().iterrows():
         match = sweeps[(sweeps["experiment"] == p["experiment"]) & (sweeps["model"] == p["model"])
                        & (sweeps["key"] == p["value"])]
         for _, r in match.iterrows():
-            rows.append(compare.row("arith", "parameters", f"{p['experiment']}={p['value']}/{display_name(p['model'])}",
-                                    "success", p["success_rate"], math.nan, math.nan, r["success"], r["success_low"],
-                                    r["success_high"], int(r["n_runs"]), r["scale"], r["variant"],
+            rows.append(compare.row(benchmark="arith", result="parameters",
+                                    row=f"{p['experiment']}={p['value']}/{display_name(p['model'])}", metric="success",
+                                    published=Interval(p["success_rate"]),
+                                    reproduced=Interval(*r[list(METRIC_COLUMNS["success"])]), n_runs=int(r["n_runs"]),
+                                    scale=r["scale"], variant=r["variant"],
                                     tolerance=published.FIGURE_READING_ACCURACY))
     return rows

@@ -8,17 +8,22 @@ Per run (specs/arith.md, section 3, "Model selection" and "Success"):
 - solved at: first evaluated step whose test MSE is below the threshold (used for solved runs only);
 - sparsity error at the selected step.
 Per group: Wilson interval for success; gamma profile interval for solved-at; beta profile interval for
-sparsity, with the R bug kept in `faithful` and fixed in `corrected` (core.stats.beta_mean).
+sparsity, with the R bug kept in `faithful` and fixed in `corrected` (arith.estimators.beta_mean).
 """
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pandas as pd
 
-from reprobench.core import stats
+from reprobench.arith import estimators
+from reprobench.arith.grid import Setting
+from reprobench.core import curves, stats
+from reprobench.core.errors import CurveFileError
+from reprobench.core.progress import Progress
 
 VARIANTS = ("faithful", "corrected")
 GROUP_KEYS = ["experiment", "model", "operation", "input_size", "hidden_size", "overlap", "subset",
@@ -54,8 +59,8 @@ def group_statistics(runs: pd.DataFrame) -> pd.DataFrame:
         n, k = len(g), int(g["solved"].sum())
         solved = g[g["solved"]]
         success = stats.wilson(k, n)
-        solved_at = stats.gamma_mean(solved["solved_at"].to_numpy(float))
-        sparsity = stats.beta_mean(solved["sparsity_at_best"].to_numpy(float), faithful=row["variant"] == "faithful")
+        solved_at = estimators.gamma_mean(solved["solved_at"].to_numpy(float))
+        sparsity = estimators.beta_mean(solved["sparsity_at_best"].to_numpy(float), faithful=row["variant"] == "faithful")
         row.update(n_runs=n, n_solved=k, n_crashed=int(g["crashed"].sum()),
                    success=success.mean, success_low=success.low, success_high=success.high,
                    solved_at_median=float(np.median(solved["solved_at"])) if k else math.nan,
@@ -67,3 +72,34 @@ def group_statistics(runs: pd.DataFrame) -> pd.DataFrame:
                    scale=str(g["scale"].iloc[0]))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def aggregate(paths: list[str], experiment: str, window: int) -> pd.DataFrame:
+    """One row per (run, variant) of one experiment's curve files, with its setting's success threshold."""
+    rows, thresholds = [], {}
+    bar = Progress(len(paths), f"aggregate {experiment}", log_every_s=10)
+    for path in paths:
+        frame, record = curves.read_curve(path)
+        setting = Setting(**{k: tuple(v) if isinstance(v, list) else v for k, v in record["setting"].items()})
+        if setting.experiment != experiment:
+            raise CurveFileError(path, f"belongs to experiment '{setting.experiment}', not '{experiment}'")
+        tpath = setting.threshold_path()
+        if tpath not in thresholds:
+            with open(tpath) as fh:
+                thresholds[tpath] = json.load(fh)["thresholds"]
+        for variant in VARIANTS:
+            threshold = thresholds[tpath][variant]
+            rows.append({**setting.keys(), "input_size": setting.input_size, "hidden_size": setting.hidden_size,
+                         "overlap": setting.overlap, "subset": setting.subset, "seed": int(record["seed"]),
+                         "variant": variant, "threshold": threshold,
+                         **summarise_run(frame, threshold, variant, window),
+                         "crashed": record.get("status") == "nan", "iterations": int(record["config"]["iterations"]),
+                         "scale": record["scale"], "source": path})
+        bar.update(1)
+    bar.close()
+    return pd.DataFrame(rows)
+
+
+def read_groups(paths: list[str]) -> pd.DataFrame:
+    """The per-setting statistics of several experiments, as one frame."""
+    return pd.concat([curves.read_frame(path)[0] for path in paths], ignore_index=True)

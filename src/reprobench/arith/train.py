@@ -26,12 +26,14 @@ from reprobench.core.progress import Progress, log
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    iterations: int = 5_000_000
-    batch_size: int = 128
-    learning_rate: float = 1e-3
-    eval_every: int = 1000
-    validation_size: int = 10_000
-    test_size: int = 10_000
+    """The training settings of one job; the values come from the config's `arith` section (documented there)."""
+
+    iterations: int
+    batch_size: int
+    learning_rate: float
+    eval_every: int
+    validation_size: int
+    test_size: int
     dtype: str = "float32"  # the reference's precision; float64 for numerical checks
 
     @property

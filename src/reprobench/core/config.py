@@ -25,17 +25,3 @@ def load(paths: list[str]) -> dict:
         except yaml.YAMLError as exc:
             raise ConfigError("config", f"file {path} is not valid YAML ({exc})") from None
     return config
-
-
-def expected_outputs(config: dict) -> dict[str, list[str]]:
-    """Per benchmark, the curve files that the config asks for."""
-    out = {}
-    if "arith" in config:
-        from reprobench.arith.grid import expected_curves
-
-        out["arith"] = expected_curves(config["arith"])
-    if "wade" in config:
-        from reprobench.wade import grid as wade_grid
-
-        out["wade"] = wade_grid.expected_curves(config["wade"])
-    return out

@@ -51,6 +51,31 @@ def write_table(table: pa.Table, path: str | os.PathLike, record: dict) -> None:
         pq.write_table(table, tmp, compression="zstd")
 
 
+def write_frame(frame, path: str | os.PathLike, record: dict) -> None:
+    """Write a pandas DataFrame (no index) atomically with `record` as its metadata."""
+    write_table(pa.Table.from_pandas(frame, preserve_index=False), path, record)
+
+
+def read_frame(path: str | os.PathLike):
+    """(DataFrame, provenance record) of a table written by write_frame; a clear error names a missing or
+    foreign file."""
+    import pandas as pd
+
+    record = read_metadata(path)
+    return pd.read_parquet(path), record
+
+
+def scale_label(frame) -> str:
+    """The scales of the runs in a frame (its `scale` column), as tables and comparisons print them."""
+    return ",".join(sorted(frame["scale"].astype(str).unique()))
+
+
+def summary_record(paper: str, experiment: str, stage: str, scale: str, variant: str, **fields) -> dict:
+    """The metadata of a table made from curve files (an aggregate), with the package and host versions."""
+    return {"paper": paper, "experiment": experiment, "stage": stage, "scale": scale, "variant": variant, **fields,
+            **base_record()}
+
+
 def write_curve(rows: dict, path: str | os.PathLike, record: dict) -> None:
     """`rows` maps column name to a sequence; columns follow CURVE_SCHEMA."""
     table = pa.table({f.name: pa.array(rows[f.name], type=f.type) for f in CURVE_SCHEMA}, schema=CURVE_SCHEMA)

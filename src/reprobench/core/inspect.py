@@ -1,5 +1,6 @@
 """`reprobench inspect PATH`: which runs are cached, at which scale and variant, with what provenance, and
-(with --config) which runs the config expects but are missing."""
+(with --config) which runs the config expects but are missing. The caller (the top-level CLI) supplies the
+expected runs of each benchmark from the registry."""
 
 from __future__ import annotations
 
@@ -8,15 +9,6 @@ import os
 from pathlib import Path
 
 from reprobench.core.errors import CurveFileError
-
-
-def register(sub) -> None:
-    p = sub.add_parser("inspect", help="summarise cached Parquet files (curves, metrics)")
-    p.add_argument("path", help="a Parquet file or a folder (e.g. results/ or results/arith/curves)")
-    p.add_argument("--config", nargs="*", default=[],
-                   help="config files, merged in order (e.g. config.yaml paper.yaml): list what is missing")
-    p.add_argument("--list-missing", type=int, default=10, help="how many missing paths to print (default 10)")
-    p.set_defaults(func=run)
 
 
 def summarise(path: str) -> tuple[dict, list[str]]:
@@ -50,8 +42,10 @@ def summarise(path: str) -> tuple[dict, list[str]]:
     return groups, bad
 
 
-def run(args) -> int:
-    groups, bad = summarise(args.path)
+def run(path: str, expected: dict[str, list[str]], list_missing: int = 10) -> int:
+    """Print what is cached under `path` and, per benchmark, which of its `expected` curve files are missing.
+    Exit status 1 when a file cannot be read."""
+    groups, bad = summarise(path)
     header = f"{'paper':<18} {'experiment':<12} {'model':<10} {'scale':<6} {'variant':<9} {'status':<9} " \
              f"{'files':>6} {'seeds':>6} {'run-hours':>9}  commit / device / last written"
     print(header)
@@ -61,18 +55,15 @@ def run(args) -> int:
               f"{len(info['seeds']):>6} {info['wall_s'] / 3600:>9.3f}  {','.join(sorted(info['commits']))} / "
               f"{','.join(sorted(info['devices']))} / {info['last']}")
     total = sum(i["files"] for i in groups.values())
-    print(f"\n{total} readable Parquet files under {args.path}")
+    print(f"\n{total} readable Parquet files under {path}")
     for message in bad:
         print(f"UNREADABLE: {message}")
-    if args.config:
-        from reprobench.core.config import expected_outputs, load
-
-        for benchmark, expected in expected_outputs(load(args.config)).items():
-            missing = [p for p in expected if not os.path.exists(p)]
-            print(f"{benchmark}: config expects {len(expected)} curve files; {len(expected) - len(missing)} present, "
-                  f"{len(missing)} missing")
-            for p in missing[:args.list_missing]:
-                print(f"  missing {p}")
-            if len(missing) > args.list_missing:
-                print(f"  ... and {len(missing) - args.list_missing} more")
+    for benchmark, paths in expected.items():
+        missing = [p for p in paths if not os.path.exists(p)]
+        print(f"{benchmark}: config expects {len(paths)} curve files; {len(paths) - len(missing)} present, "
+              f"{len(missing)} missing")
+        for p in missing[:list_missing]:
+            print(f"  missing {p}")
+        if len(missing) > list_missing:
+            print(f"  ... and {len(missing) - list_missing} more")
     return 1 if bad else 0

@@ -8,6 +8,7 @@ import importlib.metadata
 import platform
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import reprobench
@@ -52,3 +53,20 @@ def base_record() -> dict:
         "libraries": library_versions(),
         "host": socket.gethostname(),
     }
+
+
+class Timer:
+    """Start, end and wall time of a run, for its provenance record:
+    `with Timer() as t: ...` then `curves.provenance(..., **t.fields())`."""
+
+    def __enter__(self) -> Timer:
+        self.start, self._t0 = now(), time.monotonic()
+        self.end, self.wall_s = None, None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.end, self.wall_s = now(), time.monotonic() - self._t0
+
+    def fields(self, share: int = 1) -> dict:
+        """start, end and wall_time_s; with `share`, the wall time of one of `share` runs done together."""
+        return {"start": self.start, "end": self.end, "wall_time_s": round(self.wall_s / max(1, share), 3)}

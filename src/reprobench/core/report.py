@@ -1,32 +1,23 @@
-"""`reprobench report`: one Markdown document over every benchmark's tables, figures and comparison."""
+"""The Markdown report over every benchmark's tables, figures and comparison (results/report.md).
+
+The caller (the top-level CLI) passes each benchmark's heading from the registry; this module knows none of them.
+"""
 
 from __future__ import annotations
 
-import collections
 import os
 from pathlib import Path
 
 from reprobench.core.atomic import write_text
 
-TITLES = {
-    "wade": "Benchmarking Learning Efficiency in Deep Reservoir Computing (WADE)",
-    "amtlb": "Atari multitask and transfer learning benchmark",
-    "calm": "Online continual language modelling (CALM)",
-    "arith": "Measuring Arithmetic Extrapolation Performance (Madsen & Johansen, 2019)",
-    "s2b": "Meta-referential games (S2B)",
-}
+INTRO = ("Every table and figure this run made, and how each reproduced number compares with the published one "
+         "(`within`: the two 95% intervals overlap, or the published value lies in ours). Runs at the `small` "
+         "scale use few seeds and short training: their numbers show that the pipeline works, not what the "
+         "paper found; `paper.yaml` restores the full scale.")
 
 
-def register(sub) -> None:
-    p = sub.add_parser("report", help="write results/report.md from the benchmarks' outputs")
-    p.add_argument("--out", required=True)
-    p.add_argument("--tables", nargs="*", default=[], help="Markdown tables (results/<key>/tables/*.md)")
-    p.add_argument("--figures", nargs="*", default=[], help="PNG figures (results/<key>/figures/*.png)")
-    p.add_argument("--comparisons", nargs="*", default=[], help="results/<key>/comparison.csv")
-    p.set_defaults(func=run)
-
-
-def _benchmark(path: str) -> str:
+def benchmark_of(path: str) -> str:
+    """results/<key>/... -> <key>."""
     parts = Path(path).parts
     return parts[parts.index("results") + 1] if "results" in parts else parts[0]
 
@@ -45,23 +36,24 @@ def comparison_summary(path: str) -> str:
     return "\n".join(lines) + f"\n\nScale of these runs: {scales}. Full rows: `{path}`.\n"
 
 
-def run(args) -> None:
-    out_dir = Path(args.out).parent
-    sections = collections.OrderedDict()
-    for kind in ("tables", "figures", "comparisons"):
-        for path in getattr(args, kind):
-            sections.setdefault(_benchmark(path), collections.defaultdict(list))[kind].append(path)
-    lines = ["# reprobench report", "",
-             "Every table and figure this run made, and how each reproduced number compares with the published one "
-             "(`within`: the two 95% intervals overlap, or the published value lies in ours). Runs at the `small` "
-             "scale use few seeds and short training: their numbers show that the pipeline works, not what the "
-             "paper found; `paper.yaml` restores the full scale.", ""]
-    for key, files in sections.items():
-        lines += [f"## {key}: {TITLES.get(key, key)}", ""]
-        for table in files["tables"]:
+def write(out: str, headings: dict[str, tuple[str, str]], tables: list[str], figures: list[str], comparisons: list[str]) -> None:
+    """One section per benchmark, in the order of `headings` ({key: (title, citation)}), with its tables (Markdown, inlined),
+    figures (PNG, linked relative to `out`) and comparison summary."""
+    out_dir = Path(out).parent
+    files = {key: {"tables": [], "figures": [], "comparisons": []} for key in headings}
+    for kind, paths in (("tables", tables), ("figures", figures), ("comparisons", comparisons)):
+        for path in paths:
+            files.setdefault(benchmark_of(path), {"tables": [], "figures": [], "comparisons": []})[kind].append(path)
+    lines = ["# reprobench report", "", INTRO, ""]
+    for key, found in files.items():
+        if not any(found.values()):
+            continue
+        title, citation = headings.get(key, (key, ""))
+        lines += [f"## {key}: {title}", ""] + ([f"*{citation}*", ""] if citation else [])
+        for table in found["tables"]:
             lines += [f"### Table `{table}`", "", Path(table).read_text(), ""]
-        for figure in files["figures"]:
+        for figure in found["figures"]:
             lines += [f"### Figure `{figure}`", "", f"![{Path(figure).stem}]({os.path.relpath(figure, out_dir)})", ""]
-        for comparison in files["comparisons"]:
+        for comparison in found["comparisons"]:
             lines += ["### Published vs reproduced", "", comparison_summary(comparison), ""]
-    write_text(args.out, "\n".join(lines))
+    write_text(out, "\n".join(lines))

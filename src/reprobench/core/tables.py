@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 
 from reprobench.core.atomic import write_text
@@ -53,6 +54,17 @@ def write_all(stem: str, header_md: list[str], rows_md: list[list[str]], rows_te
     write_text(f"{stem}.tex", to_latex(header_md, rows_tex, bold, caption=note))
     write_text(f"{stem}.csv", data.to_csv(index=False, float_format="%.6g"))
     return [f"{stem}.md", f"{stem}.tex", f"{stem}.csv"]
+
+
+def best(values, higher: bool = True) -> list[int]:
+    """Positions of the best value, ties included, for bolding: none when every value is missing, or when there
+    are several values, all present and all equal (nothing is best)."""
+    values = np.asarray(values, dtype=float)
+    finite = values[~np.isnan(values)]
+    if len(finite) == 0 or (len(values) > 1 and len(finite) == len(values) and np.all(finite == finite[0])):
+        return []
+    target = finite.max() if higher else finite.min()
+    return [i for i, v in enumerate(values) if v == target]
 
 
 def sci(x: float, digits: int = 1) -> str:

@@ -1,107 +1,154 @@
-"""`reprobench wade ...`: the WADE benchmark's pipeline stages (synthetic tasks)."""
+"""`reprobench wade <stage>`: one subcommand per rule of workflow/rules/wade.smk (plus the human game). Parse, call,
+write; the work is in the modules named by each handler. Heavy imports happen inside the handlers."""
 
 from __future__ import annotations
 
-from reprobench.cli import add_training_options
+from reprobench.core.cli import add_output, add_training_options, output_stem
 from reprobench.core.progress import log
 
 
 def register(sub) -> None:
-    p = sub.add_parser("wade", help="learning efficiency of reservoirs vs trained models (Cisneros et al. 2022)")
+    from reprobench.wade import PAPER
+    from reprobench.wade.grid import FIGURES, HUMAN_SESSION, TABLES
+
+    p = sub.add_parser("wade", help=f"{PAPER.title} ({PAPER.citation})")
     s = p.add_subparsers(dest="stage", required=True)
 
-    t = s.add_parser("prepare", help="generate one task's dataset for one seed")
+    t = s.add_parser("prepare-task", help="generate one task's dataset for one seed")
     t.add_argument("--task", type=int, required=True)
     t.add_argument("--seed", type=int, required=True)
-    t.add_argument("--max-sequences", type=int, default=1200)
-    t.add_argument("--scale", default="small")
+    t.add_argument("--max-sequences", type=int, required=True, help="unique sequences at most (paper: 1200)")
+    t.add_argument("--scale", required=True)
     t.add_argument("--out", required=True)
-    t.set_defaults(func=cmd_prepare)
+    t.set_defaults(func=cmd_prepare_task)
 
-    t = s.add_parser("reservoir", help="ReCA (every listed rule, one tensor) and ESN runs on one dataset")
-    t.add_argument("--data", required=True)
-    t.add_argument("--rules", type=int, nargs="*", default=[])
-    t.add_argument("--rule-outputs", nargs="*", default=[])
-    t.add_argument("--esn-output")
-    t.add_argument("--rules-per-chunk", type=int, default=32)
-    add_training_options(t)
-    t.set_defaults(func=cmd_reservoir)
-
-    t = s.add_parser("sequence", help="RNN, LSTM and Transformer runs on one dataset")
-    t.add_argument("--data", required=True)
-    t.add_argument("--runs", nargs="+", required=True, help="model:variant=output, e.g. transformer:corrected=x.parquet")
-    t.add_argument("--epochs", type=int, default=10)
-    add_training_options(t)
-    t.set_defaults(func=cmd_sequence)
-
-    t = s.add_parser("aggregate", help="WADE and accuracy of every run; mean curves")
-    t.add_argument("--curves", nargs="+", required=True)
+    t = s.add_parser("prepare-imdb", help="IMDB (download or synthetic stand-in), tokenized")
+    t.add_argument("--source", choices=["synthetic", "download"], required=True)
+    t.add_argument("--resources", required=True, help="folder for the archive or the stand-in corpus")
+    t.add_argument("--train", type=int, required=True, help="synthetic: training reviews")
+    t.add_argument("--test", type=int, required=True, help="synthetic: test reviews")
+    t.add_argument("--scale", required=True)
     t.add_argument("--out", required=True)
-    t.add_argument("--curves-out", required=True)
-    t.set_defaults(func=cmd_aggregate)
+    t.set_defaults(func=cmd_prepare_imdb)
 
-    t = s.add_parser("render", help="tables 4, 5, 6, figures 1 and 3, comparison")
-    t.add_argument("--runs", required=True)
-    t.add_argument("--mean-curves", required=True)
-    t.add_argument("--data", nargs="+", required=True, help="one dataset per task (for table 6)")
-    t.add_argument("--tables", required=True, help="output folder for tables")
-    t.add_argument("--figures", required=True, help="output folder for figures")
-    t.add_argument("--comparison", required=True)
-    t.add_argument("--figure-variant", default="faithful", choices=["faithful", "corrected"])
-    t.add_argument("--imdb-runs", help="metrics/imdb.parquet, to add Table 2 to the comparison")
-    t.add_argument("--human-sessions", nargs="*", default=[], help="recorded sessions for Table 4's Human column")
-    t.set_defaults(func=cmd_render)
+    t = s.add_parser("train-reservoir", help="ReCA (every listed rule, one tensor) and ESN runs on one dataset")
+    t.add_argument("--data", required=True)
+    t.add_argument("--seed", type=int, required=True, help="the dataset's seed (checked against the file)")
+    t.add_argument("--rules", type=int, nargs="+", required=True)
+    t.add_argument("--rule-outputs", nargs="+", required=True, help="one curve file per rule, in --rules order")
+    t.add_argument("--esn-output", required=True)
+    t.add_argument("--rules-per-chunk", type=int, required=True, help="CA rules evolved together in one tensor")
+    add_training_options(t)
+    t.set_defaults(func=cmd_train_reservoir)
+
+    t = s.add_parser("train-sequence", help="RNN, LSTM and both Transformers on one dataset")
+    t.add_argument("--data", required=True)
+    t.add_argument("--seed", type=int, required=True, help="the dataset's seed (checked against the file)")
+    t.add_argument("--outputs", nargs="+", required=True,
+                   help="one curve file per run of grid.SEQUENCE_RUNS, in that order (rnn, lstm, transformer "
+                        "faithful, transformer corrected)")
+    t.add_argument("--epochs", type=int, required=True)
+    add_training_options(t)
+    t.set_defaults(func=cmd_train_sequence)
+
+    t = s.add_parser("train-imdb", help="one IMDB model and seed")
+    t.add_argument("--data", required=True)
+    t.add_argument("--model", required=True)
+    t.add_argument("--seed", type=int, required=True)
+    t.add_argument("--epochs", type=int, required=True)
+    t.add_argument("--eval-every", type=int, required=True, help="examples between test evaluations")
+    add_training_options(t, checkpoint=True)
+    t.add_argument("--out", required=True)
+    t.set_defaults(func=cmd_train_imdb)
+
+    for name, helptext, handler in (("aggregate-synthetic", "WADE and accuracy of every run; mean curves",
+                                     cmd_aggregate_synthetic),
+                                    ("aggregate-imdb", "WADE and accuracy of every IMDB run; mean curves",
+                                     cmd_aggregate_imdb)):
+        t = s.add_parser(name, help=helptext)
+        t.add_argument("--curves", nargs="+", required=True)
+        t.add_argument("--out", required=True, help="one row per run and variant (Parquet)")
+        t.add_argument("--mean-curves-out", required=True, help="mean curves (Parquet)")
+        t.set_defaults(func=handler)
+
+    # One subcommand per table and figure; each reads only the aggregates it needs.
+    products = {**TABLES, **FIGURES}
+    for name, inputs, handler in (
+            ("table2", ("runs",), cmd_table2),
+            ("table4", ("runs", "human-sessions"), cmd_table4),
+            ("table5", ("runs", "mean-curves"), cmd_table5),
+            ("table6", ("data",), cmd_table6),
+            ("figure1", ("runs", "mean-curves"), cmd_figure1),
+            ("figure2", ("runs", "mean-curves"), cmd_figure2),
+            ("figure3", ("runs", "mean-curves", "variant"), cmd_figure3)):
+        t = s.add_parser(name, help=products[name].caption)
+        _add_inputs(t, inputs)
+        add_output(t, products[name].title)
+        t.set_defaults(func=handler, formats=products[name].formats)
+
+    t = s.add_parser("compare", help="published vs reproduced: Tables 2, 4 and 5")
+    _add_inputs(t, ("runs", "mean-curves"))
+    t.add_argument("--imdb-runs", required=True, help="results/wade/metrics/imdb.parquet")
+    add_output(t, "comparison")
+    t.set_defaults(func=cmd_compare, formats=(".csv",))
 
     t = s.add_parser("human", help="play a task yourself (obfuscated tokens) and save the session")
     t.add_argument("--task", type=int, required=True)
     t.add_argument("--seed", type=int, default=0, help="letter mapping and sequence order")
-    t.add_argument("--data-seed", type=int, default=12305)
+    t.add_argument("--data-seed", type=int, default=12305, help="the task data's seed (the paper's first seed)")
     t.add_argument("--streak", type=int, default=10,
                    help="correct answers in a row that end the task: 10 as the paper describes; 5 as the reference "
                         "game that produced the published human scores")
-    t.add_argument("--out", help="session file (default results/wade/human/task=<t>/seed=<s>.parquet)")
+    t.add_argument("--out", help=f"session file (default {HUMAN_SESSION})")
     t.set_defaults(func=cmd_human)
 
-    t = s.add_parser("imdb-prepare", help="IMDB (download or synthetic stand-in), tokenized")
-    t.add_argument("--source", choices=["synthetic", "download"], required=True)
-    t.add_argument("--resources", required=True, help="folder for the archive or the stand-in corpus")
-    t.add_argument("--train", type=int, default=800, help="synthetic: training reviews")
-    t.add_argument("--test", type=int, default=400, help="synthetic: test reviews")
-    t.add_argument("--scale", default="small")
-    t.add_argument("--out", required=True)
-    t.set_defaults(func=cmd_imdb_prepare)
 
-    t = s.add_parser("imdb-train", help="one IMDB model and seed")
-    t.add_argument("--data", required=True)
-    t.add_argument("--model", required=True)
-    t.add_argument("--seed", type=int, required=True)
-    t.add_argument("--epochs", type=int, default=10)
-    t.add_argument("--eval-every", type=int, default=400, help="examples between test evaluations")
-    add_training_options(t, checkpoint=True)
-    t.add_argument("--out", required=True)
-    t.set_defaults(func=cmd_imdb_train)
-
-    t = s.add_parser("imdb-render", help="Table 2 and Figure 2")
-    t.add_argument("--curves", nargs="+", required=True)
-    t.add_argument("--runs-out", required=True)
-    t.add_argument("--tables", required=True)
-    t.add_argument("--figures", required=True)
-    t.set_defaults(func=cmd_imdb_render)
+def _add_inputs(parser, names) -> None:
+    helps = {"runs": "per-run metrics from an aggregate stage (Parquet)",
+             "mean-curves": "mean curves from the same aggregate stage (Parquet)",
+             "data": "one prepared dataset per task (Table 6)",
+             "human-sessions": "recorded sessions for Table 4's Human column (config wade.human_sessions)",
+             "variant": "which WADE convention the legend shows"}
+    for name in names:
+        if name == "variant":
+            parser.add_argument("--variant", required=True, choices=["faithful", "corrected"], help=helps[name])
+        elif name in ("data", "human-sessions"):
+            parser.add_argument(f"--{name}", nargs="*" if name == "human-sessions" else "+",
+                                required=name == "data", default=[], help=helps[name])
+        else:
+            parser.add_argument(f"--{name}", required=True, help=helps[name])
 
 
-def cmd_prepare(args) -> None:
+def _dataset(path: str, seed: int):
+    """The prepared dataset at `path`, which must be the one of `seed`."""
+    from reprobench.core.errors import CurveFileError
     from reprobench.wade import tasks
 
-    d = tasks.generate(args.task, args.seed, max_n_seq=args.max_sequences)
+    d = tasks.read(path)
+    if d.seed != seed:
+        raise CurveFileError(path, f"holds seed {d.seed}, not the requested seed {seed}")
+    return d
+
+
+def cmd_prepare_task(args) -> None:
+    from reprobench.wade import tasks
+
+    d = tasks.generate(tasks.task_spec(args.task).id, args.seed, max_n_seq=args.max_sequences)
     tasks.write(d, args.out, args.scale)
     log(f"task {args.task} seed {args.seed}: {len(d.tokens)} sequences ({int(d.train.sum())} train), "
         f"vocabulary {len(d.vocabulary)}")
 
 
-def cmd_reservoir(args) -> None:
+def cmd_prepare_imdb(args) -> None:
+    from reprobench.wade import imdb_runs
+
+    imdb_runs.prepare(args.source, args.resources, args.out, args.scale, args.train, args.test)
+    log(f"IMDB ({args.source}) tokenized into {args.out}")
+
+
+def cmd_train_reservoir(args) -> None:
     from reprobench.core.device import choose_device, describe
     from reprobench.core.errors import ConfigError
-    from reprobench.wade import tasks
     from reprobench.wade.runs import run_reservoirs
 
     if len(args.rules) != len(args.rule_outputs):
@@ -110,100 +157,27 @@ def cmd_reservoir(args) -> None:
     if bad:
         raise ConfigError("wade.reca_rules", f"rule {bad[0]} is outside 0-255")
     device = choose_device(args.device, args.threads)
-    d = tasks.read(args.data)
-    run_reservoirs(d, d.seed, args.rules, args.rule_outputs, args.esn_output, args.scale, str(device),
-                   args.rules_per_chunk)
-    log(f"task {d.task_id} seed {d.seed}: {len(args.rules)} rules{' + ESN' if args.esn_output else ''} on {describe(device)}")
+    d = _dataset(args.data, args.seed)
+    run_reservoirs(d, args.rules, args.rule_outputs, args.esn_output, args.scale, str(device), args.rules_per_chunk)
+    log(f"task {d.task_id} seed {d.seed}: {len(args.rules)} rules + ESN on {describe(device)}")
 
 
-def cmd_sequence(args) -> None:
+def cmd_train_sequence(args) -> None:
     from reprobench.core.device import choose_device
     from reprobench.core.errors import ConfigError
-    from reprobench.wade import tasks
+    from reprobench.wade.grid import SEQUENCE_RUNS
     from reprobench.wade.runs import run_sequence_model
 
+    if len(args.outputs) != len(SEQUENCE_RUNS):
+        raise ConfigError("outputs", f"{len(args.outputs)} outputs for the {len(SEQUENCE_RUNS)} sequence-model runs")
     device = choose_device(args.device, args.threads)
-    d = tasks.read(args.data)
-    for spec in args.runs:
-        name, _, output = spec.partition("=")
-        model, _, variant = name.partition(":")
-        if model not in ("rnn", "lstm", "transformer") or not output:
-            raise ConfigError("wade.models", f"cannot read run '{spec}' (model:variant=output)")
-        run_sequence_model(d, d.seed, model, variant or "faithful", args.epochs, output, args.scale, str(device))
-        log(f"task {d.task_id} seed {d.seed}: {name} done")
+    d = _dataset(args.data, args.seed)
+    for (model, config), output in zip(SEQUENCE_RUNS, args.outputs):
+        run_sequence_model(d, model, config, args.epochs, output, args.scale, str(device))
+        log(f"task {d.task_id} seed {d.seed}: {model}/{config} done")
 
 
-def cmd_aggregate(args) -> None:
-    import pandas as pd
-    import pyarrow as pa
-
-    from reprobench.core import curves
-    from reprobench.wade import PAPER
-    from reprobench.wade.summary import mean_curve, run_summary
-
-    rows, accs = [], {}
-    for path in args.curves:
-        frame, record = curves.read_curve(path)
-        table = curves.wide(frame)
-        rows += run_summary(table, record)
-        key = (int(record["setting"]["task"]), record["model"], record["setting"]["config"])
-        accs.setdefault(key, []).append((table["accuracy"].to_numpy(), table["sequences"].to_numpy()))
-    runs = pd.DataFrame(rows)
-    mean_rows = []
-    for (task, model, config), series in accs.items():
-        mean, std = mean_curve([a for a, _ in series])
-        sequences, _ = mean_curve([s for _, s in series])
-        mean_rows += [{"task": task, "model": model, "config": config, "step": k, "sequences": sequences[k],
-                       "mean": mean[k], "std": std[k], "n": len(series)} for k in range(len(mean))]
-    meta = {"paper": PAPER, "experiment": "synthetic", "stage": "aggregate", "scale": ",".join(sorted(runs["scale"].unique())),
-            "variant": "faithful,corrected", **curves.base_record()}
-    curves.write_table(pa.Table.from_pandas(runs, preserve_index=False), args.out, meta)
-    curves.write_table(pa.Table.from_pandas(pd.DataFrame(mean_rows), preserve_index=False), args.curves_out,
-                       meta | {"stage": "mean-curves"})
-    log(f"{len(args.curves)} curves -> {len(runs)} run x variant rows")
-
-
-def cmd_render(args) -> None:
-    import os
-
-    import pandas as pd
-
-    from reprobench.core import compare
-    from reprobench.core.curves import read_metadata
-    from reprobench.wade import render, tasks
-
-    for path in (args.runs, args.mean_curves):
-        read_metadata(path)
-    runs, mean_curves = pd.read_parquet(args.runs), pd.read_parquet(args.mean_curves)
-    scale = ",".join(sorted(runs["scale"].unique()))
-    datasets = {}
-    for path in args.data:
-        d = tasks.read(path)
-        datasets[d.task_id] = d
-    t, f = args.tables, args.figures
-    render.table4(runs, os.path.join(t, "table4_wade"), scale, args.human_sessions)
-    render.table5(runs, mean_curves, os.path.join(t, "table5_accuracy"), scale)
-    render.table6(datasets, os.path.join(t, "table6_parameters"), scale)
-    render.figure1(mean_curves, runs, os.path.join(f, "figure1_time_to_threshold"))
-    render.figure3(runs, mean_curves, os.path.join(f, "figure3_learning_curves"), args.figure_variant, scale)
-    rows = render.comparison(runs, render.accuracy_frame(runs, mean_curves))
-    if args.imdb_runs:
-        from reprobench.wade import imdb_runs
-
-        read_metadata(args.imdb_runs)
-        rows += imdb_runs.comparison(pd.read_parquet(args.imdb_runs))
-    frame = compare.write(rows, args.comparison)
-    log(f"rendered; comparison {len(frame)} rows, {int(frame['within'].eq(True).sum())} within")
-
-
-def cmd_imdb_prepare(args) -> None:
-    from reprobench.wade import imdb_runs
-
-    imdb_runs.prepare(args.source, args.resources, args.out, args.scale, args.train, args.test)
-    log(f"IMDB ({args.source}) tokenized into {args.out}")
-
-
-def cmd_imdb_train(args) -> None:
+def cmd_train_imdb(args) -> None:
     from reprobench.core.device import choose_device
     from reprobench.core.errors import ConfigError
     from reprobench.wade import imdb_models, imdb_runs
@@ -216,28 +190,106 @@ def cmd_imdb_train(args) -> None:
     log(f"IMDB {args.model} seed {args.seed} done")
 
 
-def cmd_imdb_render(args) -> None:
-    import os
-
-    import pyarrow as pa
-
+def _write_aggregate(args, experiment: str, runs, mean_curves) -> None:
     from reprobench.core import curves
-    from reprobench.wade import PAPER, imdb_runs
+    from reprobench.wade import PAPER
 
-    runs, mean_curves = imdb_runs.summarise(args.curves)
-    curves.write_table(pa.Table.from_pandas(runs, preserve_index=False), args.runs_out,
-                       {"paper": PAPER, "experiment": "imdb", "stage": "aggregate",
-                        "scale": ",".join(sorted(runs["scale"].unique())), "variant": "faithful,corrected",
-                        **curves.base_record()})
-    imdb_runs.table2(runs, os.path.join(args.tables, "table2_imdb"))
-    imdb_runs.figure2(mean_curves, runs, os.path.join(args.figures, "figure2_imdb_curves"))
-    log(f"IMDB: {len(args.curves)} runs rendered")
+    record = curves.summary_record(PAPER.id, experiment, "aggregate", curves.scale_label(runs), "faithful,corrected")
+    curves.write_frame(runs, args.out, record)
+    curves.write_frame(mean_curves, args.mean_curves_out, record | {"stage": "mean-curves"})
+    log(f"{len(args.curves)} curves -> {len(runs)} run x variant rows")
+
+
+def cmd_aggregate_synthetic(args) -> None:
+    from reprobench.wade.summary import aggregate_synthetic
+
+    _write_aggregate(args, "synthetic", *aggregate_synthetic(args.curves))
+
+
+def cmd_aggregate_imdb(args) -> None:
+    from reprobench.wade.imdb_runs import summarise
+
+    _write_aggregate(args, "imdb", *summarise(args.curves))
+
+
+def _frames(args):
+    """(runs, mean curves or None, scale label) from the aggregate files named on the command line."""
+    from reprobench.core.curves import read_frame, scale_label
+
+    runs = read_frame(args.runs)[0]
+    mean_curves = read_frame(args.mean_curves)[0] if getattr(args, "mean_curves", None) else None
+    return runs, mean_curves, scale_label(runs)
+
+
+def cmd_table2(args) -> None:
+    from reprobench.wade import imdb_runs
+
+    runs, _, _ = _frames(args)
+    log(f"wrote {imdb_runs.table2(runs, output_stem(args.out, args.formats))}")
+
+
+def cmd_table4(args) -> None:
+    from reprobench.wade import render
+
+    runs, _, scale = _frames(args)
+    log(f"wrote {render.table4(runs, output_stem(args.out, args.formats), scale, args.human_sessions)}")
+
+
+def cmd_table5(args) -> None:
+    from reprobench.wade import render
+
+    runs, mean_curves, scale = _frames(args)
+    log(f"wrote {render.table5(runs, mean_curves, output_stem(args.out, args.formats), scale)}")
+
+
+def cmd_table6(args) -> None:
+    from reprobench.core.curves import read_metadata
+    from reprobench.wade import render, tasks
+
+    datasets = {d.task_id: d for d in map(tasks.read, args.data)}
+    scale = ",".join(sorted({str(read_metadata(path)["scale"]) for path in args.data}))
+    log(f"wrote {render.table6(datasets, output_stem(args.out, args.formats), scale)}")
+
+
+def cmd_figure1(args) -> None:
+    from reprobench.wade import render
+
+    runs, mean_curves, _ = _frames(args)
+    log(f"wrote {render.figure1(mean_curves, runs, output_stem(args.out, args.formats))}")
+
+
+def cmd_figure2(args) -> None:
+    from reprobench.wade import imdb_runs
+
+    runs, mean_curves, _ = _frames(args)
+    log(f"wrote {imdb_runs.figure2(mean_curves, runs, output_stem(args.out, args.formats))}")
+
+
+def cmd_figure3(args) -> None:
+    from reprobench.wade import render
+
+    runs, mean_curves, scale = _frames(args)
+    log(f"wrote {render.figure3(runs, mean_curves, output_stem(args.out, args.formats), args.variant, scale)}")
+
+
+def cmd_compare(args) -> None:
+    from reprobench.core import compare
+    from reprobench.core.curves import read_frame
+    from reprobench.wade import imdb_runs, render
+
+    runs, mean_curves, _ = _frames(args)
+    rows = render.comparison(runs, render.accuracy_frame(runs, mean_curves))
+    rows += imdb_runs.comparison(read_frame(args.imdb_runs)[0])
+    out = output_stem(args.out, args.formats) + ".csv"
+    frame = compare.write(rows, out)
+    log(f"wrote {out}: {len(frame)} rows, {int(frame['within'].eq(True).sum())} within")
 
 
 def cmd_human(args) -> None:
     from reprobench.wade import human, tasks
+    from reprobench.wade.grid import HUMAN_SESSION
 
-    dataset = tasks.generate(tasks.task_spec(args.task).id, args.data_seed)
-    out = args.out or f"results/wade/human/task={args.task}/seed={args.seed}.parquet"
+    dataset = tasks.generate(tasks.task_spec(args.task).id, args.data_seed, max_n_seq=tasks.PAPER_MAX_SEQUENCES)
+    out = args.out or HUMAN_SESSION.format(task=args.task, seed=args.seed)
     score = human.run_session(dataset, args.seed, args.streak, out)
     log(f"session saved to {out}; WADE {score:.3f}")

@@ -1,30 +1,132 @@
-"""The WADE runs a config asks for, and their paths; read by the Snakefile and by `reprobench inspect`."""
+"""The WADE runs a config asks for, and every path: read by workflow/rules/wade.smk and `reprobench inspect`."""
 
 from __future__ import annotations
 
-DATA = "results/wade/data/task={task}/seed={seed}.parquet"
-CURVE = "results/wade/curves/experiment=synthetic/model={model}/task={task}/config={config}/seed={seed}.parquet"
-IMDB_CURVE = "results/wade/curves/experiment=imdb/model={model}/seed={seed}.parquet"
-IMDB_CHECKPOINT = "results/wade/checkpoints/experiment=imdb/model={model}/seed={seed}.pt"
-SEQUENCE_RUNS = [("rnn", "default"), ("lstm", "default"), ("transformer", "faithful"), ("transformer", "corrected")]
+from reprobench.core.benchmark import Product, Targets
+
+TASK_IDS = tuple(range(1, 11))  # the paper's ten tasks (wade.tasks.TASKS)
+# (model, config) of every trained sequence-model run of one (task, seed): the Transformer's config is its variant
+# (faithful: no causal mask, as released; corrected: a causal mask), RNN and LSTM have one.
+SEQUENCE_RUNS = (("rnn", "default"), ("lstm", "default"), ("transformer", "faithful"), ("transformer", "corrected"))
+
+# Paths; logs/ and benchmarks/ mirror results/.
+ROOT, LOGS, TIMINGS = "results/wade", "logs/wade", "benchmarks/wade"
+TASK_SEED = "task={task}/seed={seed}"
+DATA = f"{ROOT}/data/{TASK_SEED}.parquet"
+DATA_LOG = f"{LOGS}/data/{TASK_SEED}.log"
+CURVE = f"{ROOT}/curves/experiment=synthetic/model={{model}}/task={{task}}/config={{config}}/seed={{seed}}.parquet"
+RESERVOIR_LOG, RESERVOIR_TIMING = f"{LOGS}/reservoir/{TASK_SEED}.log", f"{TIMINGS}/reservoir/{TASK_SEED}.tsv"
+SEQUENCE_LOG, SEQUENCE_TIMING = f"{LOGS}/sequence/{TASK_SEED}.log", f"{TIMINGS}/sequence/{TASK_SEED}.tsv"
+SYNTHETIC_RUNS = f"{ROOT}/metrics/synthetic.parquet"
+SYNTHETIC_MEAN_CURVES = f"{ROOT}/metrics/synthetic_mean_curves.parquet"
+SYNTHETIC_LOG = f"{LOGS}/metrics/synthetic.log"
+
+IMDB_DATA, IMDB_DATA_LOG = f"{ROOT}/data/imdb.parquet", f"{LOGS}/data/imdb.log"
+IMDB_RESOURCES = {"download": "resources/imdb", "synthetic": "resources/imdb-synthetic"}
+MODEL_SEED = "model={model}/seed={seed}"
+IMDB_CURVE = f"{ROOT}/curves/experiment=imdb/{MODEL_SEED}.parquet"
+IMDB_CHECKPOINT = f"{ROOT}/checkpoints/experiment=imdb/{MODEL_SEED}.pt"
+IMDB_LOG, IMDB_TIMING = f"{LOGS}/imdb/{MODEL_SEED}.log", f"{TIMINGS}/imdb/{MODEL_SEED}.tsv"
+IMDB_RUNS = f"{ROOT}/metrics/imdb.parquet"
+IMDB_MEAN_CURVES = f"{ROOT}/metrics/imdb_mean_curves.parquet"
+IMDB_AGGREGATE_LOG = f"{LOGS}/metrics/imdb.log"
+
+COMPARISON, COMPARISON_LOG = f"{ROOT}/comparison.csv", f"{LOGS}/comparison.log"
+HUMAN_SESSION = f"{ROOT}/human/task={{task}}/seed={{seed}}.parquet"  # `reprobench wade human`, not a rule
+
+TABLE_FORMATS, FIGURE_FORMATS = (".md", ".csv", ".tex"), (".png", ".pdf")
+_PAPER = "Cisneros, Sivic & Mikolov (2022)"
+TABLES = {
+    "table2": Product("Table 2", f"{ROOT}/tables/table2_imdb", TABLE_FORMATS,
+                      f"Table 2 of {_PAPER}: WADE (x 1e-2) and maximum test accuracy of RNN, LSTM, GRU, Transformer "
+                      "and a linear bag-of-words model on IMDB; faithful smooths the Linear curve before WADE as the "
+                      "reference did, corrected does not (DEVIATIONS V11)."),
+    "table4": Product("Table 4", f"{ROOT}/tables/table4_wade", TABLE_FORMATS,
+                      f"Table 4 of {_PAPER}: WADE per task of the best ReCA rule, the ESN, RNN, LSTM and Transformer, "
+                      "with the human scores; faithful and corrected conventions (DEVIATIONS W1, W2)."),
+    "table5": Product("Table 5", f"{ROOT}/tables/table5_accuracy", TABLE_FORMATS,
+                      f"Table 5 of {_PAPER}: maximum test accuracy per task and model (the mean curve's maximum, "
+                      "± the spread at the last checkpoint, as the paper)."),
+    "table6": Product("Table 6", f"{ROOT}/tables/table6_parameters", TABLE_FORMATS,
+                      f"Table 6 of {_PAPER}: the experimental parameters per task, with the paper's parameter "
+                      "formulas next to the parameters the models really have."),
+}
+FIGURES = {
+    "figure1": Product("Figure 1", f"{ROOT}/figures/figure1_time_to_threshold", FIGURE_FORMATS,
+                       f"Figure 1 of {_PAPER}: the times T(a) at which a learning curve (the best ReCA rule's mean "
+                       "curve on Basic QA) first passes each accuracy threshold, from which WADE is computed."),
+    "figure2": Product("Figure 2", f"{ROOT}/figures/figure2_imdb_curves", FIGURE_FORMATS,
+                       f"Figure 2 of {_PAPER}: IMDB test accuracy against training examples, mean ± std over runs, "
+                       "WADE in the legend."),
+    "figure3": Product("Figure 3", f"{ROOT}/figures/figure3_learning_curves", FIGURE_FORMATS,
+                       f"Figure 3 of {_PAPER}: test accuracy against training sequences on the ten tasks, mean ± std "
+                       "over runs, WADE in the legend."),
+}
 
 
-def rules(wade: dict) -> list[int]:
-    return list(range(256)) if wade["reca_rules"] == "all" else list(wade["reca_rules"])
+class Grid:
+    """The runs of one `wade` config section, and the input functions its rules use."""
 
+    def __init__(self, section: dict):
+        self.cfg = section
 
-def seeds(wade: dict) -> list[int]:
-    return [wade["base_seed"] + i for i in range(wade["seeds"])]
+    def rules(self) -> list[int]:
+        return list(range(256)) if self.cfg["reca_rules"] == "all" else list(self.cfg["reca_rules"])
 
+    def seeds(self) -> list[int]:
+        """Seeds base_seed .. base_seed + seeds - 1 (the paper: 12305 onwards)."""
+        return [self.cfg["base_seed"] + i for i in range(self.cfg["seeds"])]
 
-def runs(wade: dict) -> list[tuple[str, str]]:
-    """(model, config) of every synthetic-task run of one (task, seed)."""
-    return [("reca", f"rule{r}") for r in rules(wade)] + [("esn", "default")] + SEQUENCE_RUNS
+    def runs(self) -> list[tuple[str, str]]:
+        """(model, config) of every synthetic-task run of one (task, seed)."""
+        return [("reca", f"rule{r}") for r in self.rules()] + [("esn", "default")] + list(SEQUENCE_RUNS)
 
+    def imdb_seeds(self) -> list[int]:
+        return list(range(self.cfg["imdb"]["seeds"]))
 
-def expected_curves(wade: dict) -> list[str]:
-    synthetic = [CURVE.format(model=m, config=c, task=t, seed=s) for t in wade["tasks"] for s in seeds(wade)
-                 for m, c in runs(wade)]
-    imdb = wade.get("imdb") or {}
-    return synthetic + [IMDB_CURVE.format(model=m, seed=s) for m in imdb.get("models", [])
-                        for s in range(imdb.get("seeds", 0))]
+    # --- the registry's interface (reprobench.benchmarks) -------------------------------------------------------
+    def check(self) -> None:
+        """Nothing beyond the schema (tasks, rules and models are enumerated there)."""
+
+    def expected_curves(self) -> list[str]:
+        synthetic = [CURVE.format(model=m, config=c, task=t, seed=s) for t in self.cfg["tasks"] for s in self.seeds()
+                     for m, c in self.runs()]
+        imdb = self.cfg.get("imdb") or {}
+        return synthetic + [IMDB_CURVE.format(model=m, seed=s) for m in imdb.get("models", [])
+                            for s in range(imdb.get("seeds", 0))]
+
+    def targets(self) -> Targets:
+        return Targets(tables=list(TABLES.values()), figures=list(FIGURES.values()), comparisons=[COMPARISON])
+
+    # --- for the rules ----------------------------------------------------------------------------------------------
+    def wildcards(self) -> dict[str, str]:
+        """Wildcard constraints of the WADE rules: the values this config can produce."""
+        return {"task": "|".join(map(str, TASK_IDS)), "seed": r"[0-9]+",
+                "model": "|".join(sorted({m for m, _ in self.runs()} | set(self.cfg["imdb"]["models"]))),
+                "config": "|".join(sorted({c for _, c in self.runs()}))}
+
+    def reservoir_outputs(self) -> dict[str, list[str] | str]:
+        """The curve files of one reservoir job (every CA rule, then the ESN), `{task}` and `{seed}` left open."""
+        def curve(model, config):
+            return CURVE.format(model=model, config=config, task="{task}", seed="{seed}")
+
+        return {"rules": [curve("reca", f"rule{r}") for r in self.rules()], "esn": curve("esn", "default")}
+
+    @staticmethod
+    def sequence_outputs() -> list[str]:
+        """The curve files of one sequence-model job, in SEQUENCE_RUNS order, `{task}` and `{seed}` left open."""
+        return [CURVE.format(model=m, config=c, task="{task}", seed="{seed}") for m, c in SEQUENCE_RUNS]
+
+    def get_curves(self, wildcards=None) -> list[str]:
+        return [CURVE.format(model=m, config=c, task=t, seed=s) for t in self.cfg["tasks"] for s in self.seeds()
+                for m, c in self.runs()]
+
+    def first_seed_data(self) -> list[str]:
+        """One dataset per task (the first seed), for Table 6."""
+        return [DATA.format(task=t, seed=self.seeds()[0]) for t in self.cfg["tasks"]]
+
+    def imdb_curves(self) -> list[str]:
+        return [IMDB_CURVE.format(model=m, seed=s) for m in self.cfg["imdb"]["models"] for s in self.imdb_seeds()]
+
+    def imdb_resources(self) -> str:
+        return IMDB_RESOURCES[self.cfg["imdb"]["source"]]

@@ -90,7 +90,7 @@ def run_session(dataset: Dataset, seed: int, streak: int, out: str, stdin=None, 
     answers = play(dataset, seed, streak, stdin=stdin, stdout=stdout)
     spec = task_spec(dataset.task_id)
     record = curves.provenance(
-        paper=PAPER, experiment="human", model="human", seed=seed, scale="human", variant="all",
+        paper=PAPER.id, experiment="human", model="human", seed=seed, scale="human", variant="all",
         setting={"task": spec.id, "task_name": spec.name, "streak": streak, "data_seed": dataset.seed},
         config={"streak": streak}, device="human", wall_time_s=round(time.monotonic() - t0, 1), start=start,
         end=now())

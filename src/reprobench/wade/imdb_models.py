@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from reprobench.core import checkpoint as checkpoints
-from reprobench.core.progress import log
+from reprobench.core.progress import Progress, log
 from reprobench.wade.sequence_models import PositionalEncoding
 
 MODELS = ("rnn", "lstm", "gru", "transformer", "linear")
@@ -104,8 +104,8 @@ def accuracy(net, sequences, labels, device, batch: int = 32) -> float:
     return correct / len(sequences)
 
 
-def train(model: str, vocab: int, train_seqs, train_labels, test_seqs, test_labels, seed: int, epochs: int = 10,
-          batch: int = 8, eval_every_examples: int = 400, device="cpu", checkpoint: str | None = None,
+def train(model: str, vocab: int, train_seqs, train_labels, test_seqs, test_labels, seed: int, epochs: int,
+          eval_every_examples: int, batch: int = 8, device="cpu", checkpoint: str | None = None,
           checkpoint_every_s: float = 600.0) -> tuple[np.ndarray, np.ndarray]:
     """(examples seen at each evaluation, test accuracy at each evaluation).
 
@@ -131,6 +131,9 @@ def train(model: str, vocab: int, train_seqs, train_labels, test_seqs, test_labe
         at = blob["at"]
         log(f"resuming from checkpoint {checkpoint} at epoch {at['epoch']}, example {at['examples']}")
     last_save = time.monotonic()
+    steps_per_epoch = -(-len(train_seqs) // batch)
+    bar = Progress(epochs * steps_per_epoch, f"IMDB {model} seed {seed}")
+    bar.update(at["epoch"] * steps_per_epoch + at["start"] // batch)
     for epoch in range(at["epoch"], epochs):
         if at["order"] is None:
             at["order"] = rng.permutation(len(train_seqs))
@@ -143,6 +146,7 @@ def train(model: str, vocab: int, train_seqs, train_labels, test_seqs, test_labe
             loss.backward()
             opt.step()
             at["examples"] += len(index)
+            bar.update(1)
             if start % eval_every_examples == 0:
                 at["seen"].append(at["examples"])
                 at["accs"].append(accuracy(net, test_seqs, test_labels, device))
@@ -152,6 +156,7 @@ def train(model: str, vocab: int, train_seqs, train_labels, test_seqs, test_labe
                                      numpy_rng=rng.get_state(), torch_rng=checkpoints.rng_states(device), at=at)
                     last_save = time.monotonic()
         at.update(order=None, start=0)
+    bar.close()
     return np.array(at["seen"]), np.array(at["accs"])
 
 

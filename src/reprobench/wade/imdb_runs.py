@@ -3,14 +3,14 @@ Table 2 and Figure 2."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pandas as pd
 
 from reprobench.core import checkpoint as checkpoints
 from reprobench.core import compare, curves, plotting, tables
-from reprobench.core.provenance import base_record, now
+from reprobench.core.compare import Interval
+from reprobench.core.progress import Progress
+from reprobench.core.provenance import Timer, base_record
 from reprobench.wade import PAPER, imdb, imdb_models, metric, published
 from reprobench.wade.summary import mean_curve
 
@@ -31,7 +31,7 @@ def prepare(source: str, resources: str, out: str, scale: str, n_train: int, n_t
         columns["tokens"] += [e.ids for e in tok.encode_batch(texts)]
     table = pa.table({"split": columns["split"], "label": pa.array(columns["label"], pa.int64()),
                       "tokens": pa.array(columns["tokens"], pa.list_(pa.int32()))})
-    curves.write_table(table, out, {"paper": PAPER, "stage": "data", "dataset": "imdb", "scale": scale,
+    curves.write_table(table, out, {"paper": PAPER.id, "stage": "data", "dataset": "imdb", "scale": scale,
                                     "synthetic": imdb.is_synthetic(root), "source": source,
                                     "vocabulary": tok.get_vocab_size(), **base_record()})
 
@@ -51,16 +51,16 @@ def load(path: str):
 def train_run(data_path: str, model: str, seed: int, epochs: int, eval_every: int, out: str, scale: str,
               device: str, checkpoint: str | None = None, checkpoint_every_s: float = 600.0) -> None:
     split, meta = load(data_path)
-    start, t0 = now(), time.monotonic()
-    examples, acc = imdb_models.train(model, int(meta["vocabulary"]), *split["train"], *split["test"], seed,
-                                      epochs=epochs, eval_every_examples=eval_every, device=device,
-                                      checkpoint=checkpoint, checkpoint_every_s=checkpoint_every_s)
+    with Timer() as timer:
+        examples, acc = imdb_models.train(model, int(meta["vocabulary"]), *split["train"], *split["test"], seed,
+                                          epochs=epochs, eval_every_examples=eval_every, device=device,
+                                          checkpoint=checkpoint, checkpoint_every_s=checkpoint_every_s)
     rows = curves.series_rows(seed, [("test", "accuracy", acc), ("train", "examples", examples)])
     record = curves.provenance(
-        paper=PAPER, experiment="imdb", model=model, seed=seed, scale=scale, variant="all",
+        paper=PAPER.id, experiment="imdb", model=model, seed=seed, scale=scale, variant="all",
         setting={"dataset": "imdb", "synthetic": bool(meta["synthetic"]), "vocabulary": int(meta["vocabulary"])},
         config={"epochs": epochs, "batch": 8, "eval_every_examples": eval_every, "lr": 1e-3}, device=device,
-        wall_time_s=round(time.monotonic() - t0, 3), start=start, end=now())
+        **timer.fields())
     curves.write_curve(rows, out, record)
     checkpoints.remove(checkpoint)
 
@@ -69,7 +69,9 @@ def summarise(paths: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per run and variant: WADE x 100 and max accuracy; mean curves per model)."""
     conv = metric.imdb_convention()
     rows, series = [], {}
+    bar = Progress(len(paths), "aggregate imdb", log_every_s=10)
     for path in paths:
+        bar.update(1)
         frame, record = curves.read_curve(path)
         table = curves.wide(frame)
         acc = table["accuracy"].to_numpy()
@@ -79,6 +81,7 @@ def summarise(paths: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
                          "wade_x100": 100 * metric.wade(smoothed, conv), "max_accuracy": float(acc.max()),
                          "synthetic": bool(record["setting"]["synthetic"]), "scale": record["scale"]})
         series.setdefault(record["model"], []).append((table["examples"].to_numpy(), acc))
+    bar.close()
     mean_rows = []
     for model, runs in series.items():
         mean, std = mean_curve([a for _, a in runs])
@@ -101,7 +104,7 @@ def table2(runs: pd.DataFrame, stem: str) -> list[str]:
                          f"{g['max_accuracy'].mean():.3f} ± {g['max_accuracy'].std(ddof=0):.3f}", str(len(g))])
     note = ("SYNTHETIC STAND-IN, NOT IMDB: these numbers come from a generated corpus in aclImdb's layout "
             "(config wade.imdb.source: download for the real data). " if synthetic else "") + \
-        (f"Scale: {','.join(sorted(runs['scale'].unique()))}. WADE with A = 0.50..0.99, weights linspace(1, 10), T in "
+        (f"Scale: {curves.scale_label(runs)}. WADE with A = 0.50..0.99, weights linspace(1, 10), T in "
          "evaluation intervals (paper: one per 400 examples); faithful smooths the Linear curve (EWMA, span 10) as the reference did.")
     return tables.write_all(stem, header, rows, rows, runs, note=note)
 
@@ -128,18 +131,18 @@ def figure2(mean_curves: pd.DataFrame, runs: pd.DataFrame, stem: str) -> list[st
 
 
 def comparison(runs: pd.DataFrame) -> list[dict]:
-    pub = published.table2()
+    """Table 2 against the published mean ± std, for both variants."""
     out = []
-    scale = ",".join(sorted(runs["scale"].unique())) + (" (synthetic data)" if runs["synthetic"].any() else "")
-    for p in pub.itertuples():
+    scale = curves.scale_label(runs) + (" (synthetic data)" if runs["synthetic"].any() else "")
+    for p in published.table2().itertuples():
         for variant in ("faithful", "corrected"):
             g = runs[(runs["model"] == p.model) & (runs["variant"] == variant)]
             if g.empty:
                 continue
-            for metric_name, pm, ps, col in (("wade_x100", p.wade_x100_mean, p.wade_x100_std, "wade_x100"),
-                                             ("max_accuracy", p.max_test_accuracy_mean, p.max_test_accuracy_std,
-                                              "max_accuracy")):
-                m, s = g[col].mean(), g[col].std(ddof=0)
-                out.append(compare.row("wade", "table2", DISPLAY[p.model], metric_name, pm, pm - ps, pm + ps, m,
-                                       m - s, m + s, len(g), scale, variant, spread="mean ± std ranges"))
+            for metric_name, pm, ps in (("wade_x100", p.wade_x100_mean, p.wade_x100_std),
+                                        ("max_accuracy", p.max_test_accuracy_mean, p.max_test_accuracy_std)):
+                out.append(compare.row(benchmark="wade", result="table2", row=DISPLAY[p.model], metric=metric_name,
+                                       published=Interval.mean_std(pm, ps),
+                                       reproduced=Interval.mean_std(g[metric_name].mean(), g[metric_name].std(ddof=0)),
+                                       n_runs=len(g), scale=scale, variant=variant, spread="mean ± std ranges"))
     return out

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 
 from reprobench.core import compare, plotting, tables
+from reprobench.core.compare import Interval
 from reprobench.wade import metric, published, sequence_models
+from reprobench.wade.grid import SEQUENCE_RUNS
 from reprobench.wade.summary import DISPLAY, MODEL_ORDER, best_rules, selected
 from reprobench.wade.tasks import TASKS
 
@@ -58,9 +59,8 @@ def _write_model_table(stem: str, frame: pd.DataFrame, rules: pd.DataFrame, valu
                     cell += f" (rule {by_acc}" + (f"; by WADE: {by_wade})" if by_wade != by_acc else ")")
                 cells.append(cell)
             candidates = [m for m in ("reca", "esn", "rnn", "lstm") if m in part.index]  # as the paper: no Transformer
-            if candidates:
-                best = max(candidates, key=lambda m: part.at[m, "mean"])
-                bold.add((len(rows), 2 + MODEL_ORDER.index(best)))
+            for i in tables.best([part.at[m, "mean"] for m in candidates]):
+                bold.add((len(rows), 2 + MODEL_ORDER.index(candidates[i])))
             label = f"{task} {TASKS[task].pretty}" + (" (52 seqs)" if task == 1 else "")
             rows.append([label, variant, *cells] + ([human.get(task, "—")] if human else []))
     data = frame.copy()
@@ -109,7 +109,9 @@ def table6(datasets: dict, stem: str, scale: str) -> list[str]:
         v = len(d.vocabulary)
         h = sequence_models.hidden_size(v)
         seen = len({int(t[m]) for t, ms, tr in zip(d.tokens, d.masks, d.train) if tr for m in ms})
-        counts = {m: sequence_models.n_parameters(sequence_models.build(m, v)) for m in ("rnn", "lstm", "transformer")}
+        # one run per model: both Transformer variants have the same parameters
+        counts = {m: sequence_models.n_parameters(sequence_models.build(m, v, c))
+                  for m, c in dict(SEQUENCE_RUNS).items()}
         row = {"task": task, "vocabulary": v, "train": int(d.train.sum()), "test": int((~d.train).sum()),
                "readout": 1800 * (1 if seen == 2 else seen), "hidden": h, "rnn_paper": h * h + 2 * h * v,
                "rnn": counts["rnn"], "lstm": counts["lstm"], "transformer": counts["transformer"]}
@@ -197,23 +199,22 @@ def figure1(mean_curves: pd.DataFrame, runs: pd.DataFrame, stem: str, task: int 
         return plotting.save(fig, stem)
 
 
-def comparison(runs: pd.DataFrame, table5_frame: pd.DataFrame | None = None) -> list[dict]:
+def comparison(runs: pd.DataFrame, table5_frame: pd.DataFrame) -> list[dict]:
+    """Table 4 (WADE) and Table 5 (accuracy) against the published mean ± std."""
     rows = []
-    rules = best_rules(runs)
-    frame = _stats(selected(runs, rules), "wade")
+    scale = runs["scale"].iloc[0]
+    frame = _stats(selected(runs, best_rules(runs)), "wade")
     pub = published.table4()
     for p in pub[pub["model"] != "human"].itertuples():
         for r in frame[(frame["task"] == p.task_id) & (frame["model"] == p.model)].itertuples():
-            rows.append(compare.row("wade", "table4", f"{p.task_id}/{DISPLAY[p.model]}", "wade", p.wade_mean,
-                                    p.wade_mean - p.wade_std, p.wade_mean + p.wade_std, r.mean, r.mean - r.std,
-                                    r.mean + r.std, int(r.n), runs["scale"].iloc[0], r.variant,
-                                    spread="mean ± std ranges"))
-    if table5_frame is not None:
-        pub5 = published.table5()
-        for p in pub5.itertuples():
-            for r in table5_frame[(table5_frame["task"] == p.task_id) & (table5_frame["model"] == p.model)].itertuples():
-                rows.append(compare.row("wade", "table5", f"{p.task_id}/{DISPLAY[p.model]}", "accuracy",
-                                        p.accuracy_mean, p.accuracy_mean - p.accuracy_std,
-                                        p.accuracy_mean + p.accuracy_std, r.mean, r.mean - r.std, r.mean + r.std,
-                                        int(r.n), runs["scale"].iloc[0], r.variant, spread="mean ± std ranges"))
+            rows.append(compare.row(benchmark="wade", result="table4", row=f"{p.task_id}/{DISPLAY[p.model]}",
+                                    metric="wade", published=Interval.mean_std(p.wade_mean, p.wade_std),
+                                    reproduced=Interval.mean_std(r.mean, r.std), n_runs=int(r.n), scale=scale,
+                                    variant=r.variant, spread="mean ± std ranges"))
+    for p in published.table5().itertuples():
+        for r in table5_frame[(table5_frame["task"] == p.task_id) & (table5_frame["model"] == p.model)].itertuples():
+            rows.append(compare.row(benchmark="wade", result="table5", row=f"{p.task_id}/{DISPLAY[p.model]}",
+                                    metric="accuracy", published=Interval.mean_std(p.accuracy_mean, p.accuracy_std),
+                                    reproduced=Interval.mean_std(r.mean, r.std), n_runs=int(r.n), scale=scale,
+                                    variant=r.variant, spread="mean ± std ranges"))
     return rows

@@ -14,6 +14,7 @@ from collections import defaultdict
 import numpy as np
 import torch
 
+from reprobench.core.progress import Progress
 from reprobench.wade import readout, reca
 from reprobench.wade.esn import EchoStateNetwork
 from reprobench.wade.tasks import Dataset
@@ -41,9 +42,10 @@ def supervised_items(dataset: Dataset, feature_fn, train: bool, device) -> tuple
     return x, y
 
 
-def run(dataset: Dataset, model: str, seed: int, rules: list[int] | None = None, rules_per_chunk: int = 32,
+def run(dataset: Dataset, model: str, seed: int, rules: list[int] | None = None, rules_per_chunk: int | None = None,
         device="cpu", chunk: int = 8, score_block: int = 64) -> dict:
-    """{rule (or 'esn'): test-accuracy curve (numpy)} for one seed's data."""
+    """{rule (or 'esn'): test-accuracy curve (numpy)} for one seed's data; ReCA evolves `rules_per_chunk` rules
+    at a time (config wade.rules_per_chunk)."""
     device = torch.device(device)
     rng = np.random.RandomState(seed)
     vocab = len(dataset.vocabulary)
@@ -61,6 +63,7 @@ def run(dataset: Dataset, model: str, seed: int, rules: list[int] | None = None,
     n_train = int(sum(len(m) for m, t in zip(dataset.masks, dataset.train) if t))
     permutation = torch.tensor(rng.permutation(n_train), device=device)
     curves = {}
+    bar = Progress(sum(map(len, names)), f"{model} task {dataset.task_id} seed {seed}")
     for feature_fn_factory, keys in zip(make, names):
         fn = feature_fn_factory()
         xtr, ytr = supervised_items(dataset, fn, True, device)
@@ -70,4 +73,6 @@ def run(dataset: Dataset, model: str, seed: int, rules: list[int] | None = None,
         acc = readout.fit_and_score(xtr, ytr, xte, yte, classes, chunk=chunk, score_block=score_block)
         for k, key in enumerate(keys):
             curves[key] = acc[k].cpu().numpy()
+        bar.update(len(keys))
+    bar.close()
     return curves

@@ -4,12 +4,10 @@ sequences consumed by then (the time units the WADE conventions need)."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from reprobench.core import curves
-from reprobench.core.provenance import now
+from reprobench.core.provenance import Timer
 from reprobench.wade import PAPER, reservoir, sequence_models
 from reprobench.wade.tasks import Dataset, task_spec
 
@@ -34,45 +32,48 @@ def curve_rows(seed: int, accuracy: np.ndarray, sequences: np.ndarray, items: np
 
 
 def write_run(path: str, dataset: Dataset, model: str, config_key: str, variant: str, seed: int, scale: str,
-              device: str, rows: dict, params: dict, wall: float, start: str) -> None:
+              device: str, rows: dict, params: dict, timing: dict) -> None:
+    """One curve file; `timing` is core.provenance.Timer.fields()."""
     spec = task_spec(dataset.task_id)
     record = curves.provenance(
-        paper=PAPER, experiment="synthetic", model=model, seed=seed, scale=scale, variant=variant,
+        paper=PAPER.id, experiment="synthetic", model=model, seed=seed, scale=scale, variant=variant,
         setting={"task": spec.id, "task_name": spec.name, "config": config_key, "vocabulary": len(dataset.vocabulary),
                  "train_sequences": int(dataset.train.sum()), "test_sequences": int((~dataset.train).sum())},
-        config=params, device=device, wall_time_s=round(wall, 3), start=start, end=now())
+        config=params, device=device, **timing)
     curves.write_curve(rows, path, record)
 
 
-def run_reservoirs(dataset: Dataset, seed: int, rules: list[int], rule_outputs: list[str], esn_output: str | None,
-                   scale: str, device: str = "cpu", rules_per_chunk: int = 32) -> None:
-    start, t0 = now(), time.monotonic()
-    results = reservoir.run(dataset, "reca", seed, rules=rules, rules_per_chunk=rules_per_chunk, device=device)
-    wall = (time.monotonic() - t0) / max(1, len(rules))
+def run_reservoirs(dataset: Dataset, rules: list[int], rule_outputs: list[str], esn_output: str | None, scale: str,
+                   device: str, rules_per_chunk: int) -> None:
+    """Every CA rule (one tensor, `rules_per_chunk` at a time) and the ESN on one seed's dataset."""
+    seed = dataset.seed
+    with Timer() as timer:
+        results = reservoir.run(dataset, "reca", seed, rules=rules, rules_per_chunk=rules_per_chunk, device=device)
     for rule, path in zip(rules, rule_outputs):
         items, sequences = reservoir_progress(dataset, len(results[rule]))
         write_run(path, dataset, "reca", f"rule{rule}", "all", seed, scale, device,
                   curve_rows(seed, results[rule], sequences, items),
-                  {"rule": rule, "rules_in_batch": len(rules), "readout": "sgd-ovr lr 1e-3 l2 1e-3"}, wall, start)
+                  {"rule": rule, "rules_in_batch": len(rules), "readout": "sgd-ovr lr 1e-3 l2 1e-3"},
+                  timer.fields(share=len(rules)))
     if esn_output:
-        start, t0 = now(), time.monotonic()
-        acc = reservoir.run(dataset, "esn", seed, device=device)["esn"]
+        with Timer() as timer:
+            acc = reservoir.run(dataset, "esn", seed, device=device)["esn"]
         items, sequences = reservoir_progress(dataset, len(acc))
         write_run(esn_output, dataset, "esn", "default", "all", seed, scale, device,
                   curve_rows(seed, acc, sequences, items), {"units": 1800, "readout": "sgd-ovr lr 1e-3 l2 1e-3"},
-                  time.monotonic() - t0, start)
+                  timer.fields())
 
 
-def run_sequence_model(dataset: Dataset, seed: int, model: str, variant: str, epochs: int, output: str, scale: str,
-                       device: str = "cpu") -> None:
-    start, t0 = now(), time.monotonic()
-    acc = sequence_models.train(dataset, model, seed, variant=variant, epochs=epochs, device=device)
-    sequences = sequence_progress(len(acc))
-    variant_label = variant if model == "transformer" else "all"  # only the Transformer differs by variant
-    write_run(output, dataset, model, variant if model == "transformer" else "default", variant_label, seed, scale,
-              device, curve_rows(seed, acc, sequences),
+def run_sequence_model(dataset: Dataset, model: str, config: str, epochs: int, output: str, scale: str,
+                       device: str) -> None:
+    """One trained model on one seed's dataset; `config` is the run's config key (grid.SEQUENCE_RUNS)."""
+    seed = dataset.seed
+    with Timer() as timer:
+        acc = sequence_models.train(dataset, model, seed, config, epochs=epochs, device=device)
+    variant = config if model == "transformer" else "all"  # only the Transformer differs by variant
+    write_run(output, dataset, model, config, variant, seed, scale, device,
+              curve_rows(seed, acc, sequence_progress(len(acc))),
               {"epochs": epochs, "batch": sequence_models.BATCH, "lr": 1e-3,
                "parameters": sequence_models.n_parameters(sequence_models.build(model, len(dataset.vocabulary),
-                                                                                variant))},
-              time.monotonic() - t0, start)
-
+                                                                                config))},
+              timer.fields())

@@ -20,10 +20,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from reprobench.core.progress import Progress
+from reprobench.wade.grid import SEQUENCE_RUNS
 from reprobench.wade.tasks import Dataset
 
 BATCH = 8
-EPOCHS = 10
 RESERVOIR_WIDTH = 1800  # the ReCA readout width the hidden-size formula matches
 
 
@@ -79,12 +80,14 @@ class Transformer(nn.Module):
         return self.out(self.encoder(x, mask=mask, src_key_padding_mask=padding, is_causal=self.causal))
 
 
-def build(model: str, vocab_size: int, variant: str = "faithful") -> nn.Module:
-    if model in ("rnn", "lstm"):
-        return Recurrent(model, vocab_size, hidden_size(vocab_size))
+def build(model: str, vocab_size: int, config: str) -> nn.Module:
+    """`config`: 'default' for RNN and LSTM; the Transformer's variant, 'faithful' or 'corrected' (grid.SEQUENCE_RUNS)."""
+    if (model, config) not in SEQUENCE_RUNS:
+        raise ValueError(f"unknown sequence-model run {model}/{config} (known: "
+                         f"{', '.join(f'{m}/{c}' for m, c in SEQUENCE_RUNS)})")
     if model == "transformer":
-        return Transformer(vocab_size, causal=variant == "corrected")
-    raise ValueError(f"unknown sequence model '{model}' (rnn, lstm or transformer)")
+        return Transformer(vocab_size, causal=config == "corrected")
+    return Recurrent(model, vocab_size, hidden_size(vocab_size))
 
 
 def _pad(sequences: list[np.ndarray], device):
@@ -124,12 +127,12 @@ def accuracy(net: nn.Module, groups) -> float:
     return correct / total
 
 
-def train(dataset: Dataset, model: str, seed: int, variant: str = "faithful", epochs: int = EPOCHS,
-          device="cpu", max_steps: int | None = None) -> np.ndarray:
+def train(dataset: Dataset, model: str, seed: int, config: str, epochs: int, device="cpu",
+          max_steps: int | None = None) -> np.ndarray:
     """Test accuracy after every optimiser step: floor(epochs * n_train / 8) values (or max_steps)."""
     device = torch.device(device)
     torch.manual_seed(seed)
-    net = build(model, len(dataset.vocabulary), variant).to(device)
+    net = build(model, len(dataset.vocabulary), config).to(device)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     rng = np.random.RandomState(seed)
     train_idx = np.flatnonzero(dataset.train)
@@ -137,6 +140,7 @@ def train(dataset: Dataset, model: str, seed: int, variant: str = "faithful", ep
     steps = len(order) // BATCH if max_steps is None else min(max_steps, len(order) // BATCH)
     groups = _test_groups(dataset, device)
     curve = np.empty(steps)
+    bar = Progress(steps, f"{model}/{config} task {dataset.task_id} seed {seed}")
     for k in range(steps):
         idx = order[k * BATCH:(k + 1) * BATCH]
         tokens, padding = _pad([dataset.tokens[i] for i in idx], device)
@@ -149,6 +153,8 @@ def train(dataset: Dataset, model: str, seed: int, variant: str = "faithful", ep
         loss.backward()
         opt.step()
         curve[k] = accuracy(net, groups)
+        bar.update(1)
+    bar.close()
     return curve
 
 

@@ -17,6 +17,8 @@ import random
 import numpy as np
 import pandas as pd
 
+from reprobench.core import curves
+from reprobench.core.progress import Progress
 from reprobench.wade import metric
 from reprobench.wade.tasks import make_task
 
@@ -91,3 +93,24 @@ def selected(runs: pd.DataFrame, rules: pd.DataFrame, by: str = "rule_by_accurac
         keep |= (runs["model"] == "reca") & (runs["task"] == r["task"]) & (runs["variant"] == r["variant"]) & \
                 (runs["config"] == r[by])
     return runs[keep]
+
+
+def aggregate_synthetic(paths: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(one row per run and variant: WADE, max and final accuracy; the mean curve of every (task, model, config))."""
+    rows, accs = [], {}
+    bar = Progress(len(paths), "aggregate synthetic", log_every_s=10)
+    for path in paths:
+        frame, record = curves.read_curve(path)
+        table = curves.wide(frame)
+        rows += run_summary(table, record)
+        key = (int(record["setting"]["task"]), record["model"], record["setting"]["config"])
+        accs.setdefault(key, []).append((table["accuracy"].to_numpy(), table["sequences"].to_numpy()))
+        bar.update(1)
+    bar.close()
+    mean_rows = []
+    for (task, model, config), series in accs.items():
+        mean, std = mean_curve([a for a, _ in series])
+        sequences, _ = mean_curve([s for _, s in series])
+        mean_rows += [{"task": task, "model": model, "config": config, "step": k, "sequences": sequences[k],
+                       "mean": mean[k], "std": std[k], "n": len(series)} for k in range(len(mean))]
+    return pd.DataFrame(rows), pd.DataFrame(mean_rows)

@@ -17,6 +17,9 @@ import numpy as np
 from reprobench.core.errors import ConfigError
 
 
+PAPER_MAX_SEQUENCES = 1200  # the reference's generate_tasks(max_n_seq=1200)
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     id: int
@@ -73,7 +76,9 @@ class Dataset:
         return np.array([len(m) for m in self.masks])
 
 
-def generate(task_id: int, seed: int, max_n_seq: int = 1200, seq_len: int = 100) -> Dataset:
+def generate(task_id: int, seed: int, max_n_seq: int, seq_len: int = 100) -> Dataset:
+    """One seed's dataset; `max_n_seq` unique sequences at most (config wade.max_sequences; the paper's 1200 is
+    PAPER_MAX_SEQUENCES)."""
     task = make_task(task_id)
     random.seed(seed)
     np.random.seed(seed)
@@ -92,6 +97,7 @@ def write(dataset: Dataset, path: str, scale: str) -> None:
 
     from reprobench.core.curves import write_table
     from reprobench.core.provenance import base_record
+    from reprobench.wade import PAPER
 
     table = pa.table({
         "sequence": pa.array(np.arange(len(dataset.tokens)), pa.int64()),
@@ -100,7 +106,7 @@ def write(dataset: Dataset, path: str, scale: str) -> None:
         "mask": pa.array([m.tolist() for m in dataset.masks], pa.list_(pa.int32())),
     })
     spec = task_spec(dataset.task_id)
-    write_table(table, path, {"paper": "cisneros2022-wade", "stage": "data", "task": spec.id, "task_name": spec.name,
+    write_table(table, path, {"paper": PAPER.id, "stage": "data", "task": spec.id, "task_name": spec.name,
                               "seed": dataset.seed, "scale": scale, "vocabulary": dataset.vocabulary,
                               "generator": "incremental-tasks==0.1.2", **base_record()})
 
