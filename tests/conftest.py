@@ -12,6 +12,13 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 
 
+def pytest_collection_modifyitems(items):
+    """The Slurm tests last: the Slurm executor plugin runs `scontrol show config` whenever Snakemake starts, and once
+    the Slurm test has installed slurm-wlm and stopped its daemons, that call waits about 9 s for a controller that is
+    gone, on every later Snakemake start."""
+    items.sort(key=lambda item: item.get_closest_marker("slurm") is not None)
+
+
 def snakemake_cmd() -> list[str]:
     """The snakemake of the interpreter running the tests (the README's virtual environment)."""
     exe = Path(sys.executable).with_name("snakemake")

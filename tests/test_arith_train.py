@@ -4,10 +4,9 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import killed_after_optimizer_steps
 from reprobench.arith import train as trainer
 from reprobench.arith.grid import Setting
-
-from conftest import killed_after_optimizer_steps
 
 SETTING = Setting("operations", "nalu", "mul", 20, 2, 0.5, 0.25, (1.0, 2.0), (2.0, 6.0))
 PAPER = {"batch_size": 128, "learning_rate": 1e-3}  # the paper's batch and Adam step size
@@ -16,7 +15,8 @@ CFG64 = trainer.TrainConfig(iterations=300, eval_every=50, validation_size=500, 
 
 
 def _values(curve, split, metric):
-    return np.array([v for s, m, v in zip(curve["split"], curve["metric"], curve["value"]) if (s, m) == (split, metric)])
+    return np.array([v for s, m, v in zip(curve["split"], curve["metric"], curve["value"])
+                     if (s, m) == (split, metric)])
 
 
 @pytest.mark.parametrize("model", ["nalu", "nac_mul", "nac_add", "linear"])

@@ -54,7 +54,7 @@ def test_missing_corrupt_and_foreign_files_are_named(tmp_path):
 
 def test_failed_write_leaves_nothing(tmp_path):
     path = tmp_path / "x.parquet"
-    with pytest.raises(Exception):
+    with pytest.raises(pa.ArrowException):
         curves.write_curve({**ROWS, "value": ["not", "numbers"]}, path, record())
     assert list(tmp_path.iterdir()) == []
 
@@ -69,11 +69,47 @@ def test_cli_names_a_missing_curve_file(tmp_path):
 
 
 def test_within_verdicts():
-    assert compare.within(0.31, 0.23, 0.41, 0.0, 0.0, 0.56)[0] is True
-    assert compare.within(0.31, 0.23, 0.41, 0.9, 0.8, 0.95)[0] is False
-    assert compare.within(0.24, None, None, 0.2, 0.1, 0.22, tolerance=0.02)[0] is True
-    assert compare.within(0.24, None, None, 0.2, 0.1, 0.21, tolerance=0.02)[0] is False
-    assert compare.within(2.8e6, None, None, 3e6, None, None)[0] is None
+    I = compare.Interval  # noqa: E741
+    assert compare.within(I(0.31, 0.23, 0.41), I(0.0, 0.0, 0.56))[0] is True
+    assert compare.within(I(0.31, 0.23, 0.41), I(0.9, 0.8, 0.95))[0] is False
+    assert compare.within(I(0.24), I(0.2, 0.1, 0.22), tolerance=0.02)[0] is True
+    assert compare.within(I(0.24), I(0.2, 0.1, 0.21), tolerance=0.02)[0] is False
+    assert compare.within(I(2.8e6), I(3e6))[0] is None
+    assert compare.within(I(None), I(3e6, 2e6, 4e6)) == (None, "missing value")
+    assert compare.Interval.mean_std(0.5, 0.25) == I(0.5, 0.25, 0.75)
+
+
+def test_comparison_row_names_every_column():
+    row = compare.row(benchmark="b", result="table1", row="x", metric="m", published=compare.Interval(1.0, 0.5, 1.5),
+                      reproduced=compare.Interval(2.0, 1.2, 2.8), n_runs=3, scale="small", variant="faithful")
+    assert list(row) == compare.COLUMNS
+    assert (row["published_low"], row["reproduced_high"], row["within"]) == (0.5, 2.8, True)
+
+
+def test_best_cells_for_bolding():
+    assert tables.best([0.2, 0.5, 0.5]) == [1, 2]  # ties are all best
+    assert tables.best([3.0, float("nan"), 1.0], higher=False) == [2]
+    assert tables.best([0.4, 0.4]) == []  # everyone ties: nothing is best
+    assert tables.best([0.4]) == [0] and tables.best([float("nan")]) == []
+
+
+def test_output_stem_checks_every_format():
+    from reprobench.core.cli import output_stem
+    from reprobench.core.errors import ConfigError
+
+    assert output_stem(["r/t.md", "r/t.tex", "r/t.csv"], (".md", ".csv", ".tex")) == "r/t"
+    with pytest.raises(ConfigError, match="common stem"):
+        output_stem(["r/t.md", "r/u.csv", "r/t.tex"], (".md", ".csv", ".tex"))
+    with pytest.raises(ConfigError, match="one file per format"):
+        output_stem(["r/t.md"], (".md", ".csv", ".tex"))
+
+
+def test_product_files_and_log_mirror_results():
+    from reprobench.core.benchmark import Product
+
+    p = Product("Table 1", "results/x/tables/t1", (".md", ".csv"), "what it shows")
+    assert p.files() == ["results/x/tables/t1.md", "results/x/tables/t1.csv"]
+    assert p.log == "logs/x/tables/t1.log"
 
 
 def test_table_formats():

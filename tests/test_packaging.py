@@ -6,7 +6,8 @@ from conftest import ROOT
 
 
 def test_conda_environment_matches_constraints():
-    pins = dict(line.strip().split("==") for line in (ROOT / "constraints.txt").read_text().splitlines() if "==" in line)
+    lines = (ROOT / "constraints.txt").read_text().splitlines()
+    pins = dict(line.strip().split("==") for line in lines if "==" in line)
     env = yaml.safe_load((ROOT / "envs/reprobench.yaml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     for entry in pip:

@@ -19,9 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from reprobench.core.provenance import base_record
-
 from conftest import ROOT, run_snakemake, snakemake_cmd, tiny, write_config
+from reprobench.core.provenance import base_record
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -184,8 +183,6 @@ def checkpoint_target(path: Path, root: Path) -> str:
     """results/arith/checkpoints/experiment=e/model=m/.../extrapolation=x.pt -> the job's wildcard string."""
     parts = list(path.relative_to(root / "results/arith/checkpoints").parts)
     parts[-1] = parts[-1].removesuffix(".pt")
-    if parts[0] == "experiment=operations":  # the operations rule has no experiment wildcard
-        parts = parts[1:]
     return ",".join(parts)
 
 

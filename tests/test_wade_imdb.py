@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import killed_after_optimizer_steps
 from reprobench.core.download import DownloadError, download
 from reprobench.wade import imdb, imdb_models
-
-from conftest import killed_after_optimizer_steps
 
 
 def make_archive(path):

@@ -1,7 +1,9 @@
 """The Snakemake workflow: dry-runs of the default and the cluster plan, bad configs, a tiny end-to-end run."""
 
+import html
 import re
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -26,12 +28,17 @@ def test_default_config_plans_every_run_of_the_small_grid(workdir):
     n_cells = sum(len(m) for m in config["operations"]["cells"].values())
     assert re.search(rf"arith_train_operations\s+{n_cells}\b", out)
     assert re.search(rf"arith_train_sweep\s+{n_sweep_jobs}\b", out)
-    assert len(planned_curves(out)) == n_cells * config["operations"]["seeds"] + n_sweep_jobs * config["sweeps"]["seeds"]
-    assert re.search(r"arith_threshold\s+29\b", out)  # distinct (operation, n, subset, overlap, test range)
+    n_curves = n_cells * config["operations"]["seeds"] + n_sweep_jobs * config["sweeps"]["seeds"]
+    assert len(planned_curves(out)) == n_curves
+    assert re.search(r"arith_prepare_threshold\s+29\b", out)  # distinct (operation, n, subset, overlap, test range)
     wade = yaml.safe_load((ROOT / "config.yaml").read_text())["wade"]
     jobs = len(wade["tasks"]) * wade["seeds"]
-    for rule in ("wade_prepare", "wade_reservoir", "wade_sequence"):
+    for rule in ("wade_prepare_task", "wade_train_reservoir", "wade_train_sequence"):
         assert re.search(rf"{rule}\s+{jobs}\b", out), rule
+    # one rule per table and figure, each run once
+    for rule in ("arith_table", "arith_figure", "arith_compare", "wade_table2", "wade_table4", "wade_table5",
+                 "wade_table6", "wade_figure1", "wade_figure2", "wade_figure3", "wade_compare", "report"):
+        assert re.search(rf"^{rule}\s+1$", out, re.MULTILINE), rule
 
 
 def group_jobs(plan: str) -> list[tuple[str, list[str], list[str]]]:
@@ -79,6 +86,8 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
     (lambda c: c["arith"]["sweeps"].update(models=["lstm"]), ["lstm"]),
     (lambda c: c["wade"].update(tasks=[5, 11]), ["tasks", "11"]),
     (lambda c: c["wade"].update(reca_rules=[30, 300]), ["reca_rules", "300"]),
+    (lambda c: c.update(amtlb={"games": 59}), ["config key 'amtlb'", "not a setting or a benchmark"]),
+    (lambda c: c.pop("wade"), ["config key 'wade'", "section is missing"]),
 ])
 def test_bad_config_stops_with_a_message_naming_the_key(workdir, edit, words):
     write_config(workdir, edit)
@@ -88,6 +97,23 @@ def test_bad_config_stops_with_a_message_naming_the_key(workdir, edit, words):
     for word in words:
         assert word in message, message[-2000:]
     assert not (workdir / "results").exists()
+
+
+@pytest.mark.parametrize("target", [
+    "results/wade/curves/experiment=imdb/model=lstm;touch${IFS}INJECTED;/seed=0.parquet",
+    "results/arith/metrics/operations;touch${IFS}INJECTED;.parquet",
+    "results/wade/data/task=1;touch${IFS}INJECTED;/seed=12305.parquet",
+])
+def test_a_wildcard_value_outside_its_constraint_matches_no_rule(workdir, target):
+    proc = run_snakemake(["-n", "-p", "--snakefile", SNAKEFILE, "--cores", "1", target], cwd=workdir, check=False)
+    assert proc.returncode != 0 and "MissingRuleException" in proc.stdout + proc.stderr
+    assert "touch INJECTED" not in proc.stdout + proc.stderr and not (workdir / "INJECTED").exists()
+
+
+def job_counts(log: str) -> dict[str, int]:
+    """Rule -> jobs, from the 'Job stats' table of a Snakemake run."""
+    table = log.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.MULTILINE)}
 
 
 @pytest.mark.slow
@@ -138,8 +164,37 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
     run_snakemake(["--snakefile", SNAKEFILE, "--cores", "2", "--forcerun", "arith_figure", "arith_table"], cwd=workdir)
     for p, data in before.items():
         assert (results / p).read_bytes() == data, p
-    # A single figure is rebuilt by naming its file.
-    (results / "arith/figures/parameters.png").unlink()
-    out = run_snakemake(["--snakefile", SNAKEFILE, "--cores", "1", "results/arith/figures/parameters.png"], cwd=workdir)
-    assert "arith_train" not in out.stdout + out.stderr.split("Job stats")[-1].split("Reasons")[0]
-    assert (results / "arith/figures/parameters.png").exists()
+    # A single figure or table is rebuilt by naming its file, and that reruns its own rule only.
+    for name, rule in (("arith/figures/parameters.png", "arith_figure"),
+                       ("wade/tables/table5_accuracy.md", "wade_table5"),
+                       ("wade/figures/figure2_imdb_curves.pdf", "wade_figure2")):
+        before = {p: p.stat().st_mtime_ns for p in results.rglob("*") if p.is_file() and p.name != Path(name).name}
+        data = (results / name).read_bytes()
+        (results / name).unlink()
+        out = run_snakemake(["--snakefile", SNAKEFILE, "--cores", "1", f"results/{name}"], cwd=workdir)
+        assert job_counts(out.stdout + out.stderr) == {rule: 1, "total": 1}, name
+        assert (results / name).read_bytes() == data, name
+        siblings = {p for p in before if p.stem == Path(name).stem}  # the product's other formats are rewritten
+        assert all(p.stat().st_mtime_ns == t for p, t in before.items() if p not in siblings), name
+
+
+@pytest.mark.slow
+def test_html_report_holds_every_table_and_figure_with_its_caption(tiny_local_run):
+    """`snakemake --report results/report.html` (the README's command) after the tiny run."""
+    workdir = tiny_local_run
+    page = workdir / "results/report.html"
+    try:
+        run_snakemake(["--snakefile", SNAKEFILE, "--report", "results/report.html"], cwd=workdir)
+        text = page.read_text()
+    finally:
+        page.unlink(missing_ok=True)  # the Slurm test compares this results folder with its own
+    from reprobench import benchmarks
+
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    for key in benchmarks.KEYS:
+        targets = benchmarks.grid(key, config[key]).targets()
+        for product in targets.tables + targets.figures:
+            for path in product.files():
+                assert Path(path).name in text, path
+            assert html.escape(product.caption[:60], quote=False) in text, product.title
+    assert "Scale: <strong>small</strong>" in text

@@ -24,7 +24,8 @@ def _profile_interval(nll_profile, mle: float, lo_bound: float, hi_bound: float)
     def side(bound):
         if nll_profile(bound) < target:
             return bound
-        return optimize.brentq(lambda m: nll_profile(m) - target, min(mle, bound), max(mle, bound), xtol=1e-12 * max(1.0, abs(mle)))
+        return optimize.brentq(lambda m: nll_profile(m) - target, min(mle, bound), max(mle, bound),
+                               xtol=1e-12 * max(1.0, abs(mle)))
 
     return side(lo_bound), side(hi_bound)
 

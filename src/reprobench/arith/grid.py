@@ -13,6 +13,7 @@ from reprobench.arith.data import OPERATIONS, subset_sizes
 from reprobench.core.benchmark import Product, Targets
 from reprobench.core.errors import ConfigError
 
+MODELS = {"nac_add": "NAC+", "nac_mul": "NAC•", "nalu": "NALU", "linear": "Linear"}  # slug -> the paper's name
 SWEEPS = ("input_size", "hidden_size", "overlap", "subset", "range")
 EXPERIMENTS = ("operations",) + SWEEPS
 
@@ -21,7 +22,8 @@ ROOT, LOGS, TIMINGS = "results/arith", "logs/arith", "benchmarks/arith"
 SETTING = ("experiment={experiment}/model={model}/operation={operation}/input_size={input_size}"
            "/hidden_size={hidden_size}/overlap={overlap}/subset={subset}/interpolation={interpolation}"
            "/extrapolation={extrapolation}")
-DATASET = "operation={operation}/input_size={input_size}/overlap={overlap}/subset={subset}/extrapolation={extrapolation}"
+DATASET = ("operation={operation}/input_size={input_size}/overlap={overlap}/subset={subset}"
+           "/extrapolation={extrapolation}")  # what a success threshold depends on
 THRESHOLD = f"{ROOT}/thresholds/{DATASET}.json"
 THRESHOLD_LOG = f"{LOGS}/thresholds/{DATASET}.log"
 CURVE = f"{ROOT}/curves/{SETTING}/seed={{seed}}.parquet"
@@ -175,7 +177,7 @@ class Grid:
     # --- for the rules ----------------------------------------------------------------------------------------------
     def wildcards(self, experiments=EXPERIMENTS) -> dict[str, str]:
         """Wildcard constraints of the arith rules: the values this config can produce."""
-        return {"experiment": "|".join(experiments), "model": "|".join(self.models()) or "none",
+        return {"experiment": "|".join(experiments), "model": "|".join(self.models()) or "|".join(MODELS),
                 "operation": "|".join(OPERATIONS), "input_size": r"[0-9]+", "hidden_size": r"[0-9]+",
                 "overlap": NUMBER, "subset": NUMBER, "interpolation": RANGE, "extrapolation": RANGE}
 

@@ -19,17 +19,13 @@ from reprobench.core.seeding import torch_generator
 
 EPS = 1e-7  # inside log(|z| + eps), in the NAC* wrapper and in NALU
 
-# Paper name -> (slug used in paths and configs, layer 1, layer 2)
-MODELS = {
-    "nac_add": ("NAC+", "nac", "nac"),
-    "nac_mul": ("NAC•", "nac", "nac_mul"),
-    "nalu": ("NALU", "nalu", "nalu"),
-    "linear": ("Linear", "linear", "linear"),
+# Model (the slug used in paths and configs; grid.MODELS) -> (layer 1, layer 2)
+LAYERS = {
+    "nac_add": ("nac", "nac"),
+    "nac_mul": ("nac", "nac_mul"),
+    "nalu": ("nalu", "nalu"),
+    "linear": ("linear", "linear"),
 }
-
-
-def display_name(model: str) -> str:
-    return MODELS[model][0]
 
 
 def nac_variance(r: float) -> float:
@@ -111,9 +107,9 @@ class BatchedNetwork(nn.Module):
 
     def __init__(self, model: str, input_size: int, hidden_size: int, seeds: list[int], dtype=torch.float32):
         super().__init__()
-        if model not in MODELS:
-            raise ValueError(f"unknown model '{model}' (known: {', '.join(MODELS)})")
-        _, kind1, kind2 = MODELS[model]
+        if model not in LAYERS:
+            raise ValueError(f"unknown model '{model}' (known: {', '.join(LAYERS)})")
+        kind1, kind2 = LAYERS[model]
         generators = [torch_generator(s) for s in seeds]
         self.layer1 = Layer(kind1, input_size, hidden_size, generators)
         self.layer2 = Layer(kind2, hidden_size, 1, generators)

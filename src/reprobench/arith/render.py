@@ -7,8 +7,7 @@ import numpy as np
 import pandas as pd
 
 from reprobench.arith import published
-from reprobench.arith.grid import fmt
-from reprobench.arith.models import display_name
+from reprobench.arith.grid import MODELS, fmt
 from reprobench.core import compare, curves, plotting, tables
 from reprobench.core.compare import Interval
 
@@ -65,7 +64,7 @@ def operations_table(groups: pd.DataFrame, stem: str) -> list[str]:
                 md, tex = _cells(r), _cells(r, tex=True)
                 if variant == "corrected" and md == _cells(faithful.loc[model]):
                     continue  # the variants agree: show one row
-                label = [OPERATION_SYMBOLS.get(op, op), display_name(model), variant]
+                label = [OPERATION_SYMBOLS.get(op, op), MODELS[model], variant]
                 rows_md.append(label + md)
                 rows_tex.append(label + tex)
                 data.append(r.to_dict() | {"model": model, "variant": variant})
@@ -125,11 +124,11 @@ def parameters_figure(groups: pd.DataFrame, stem: str, variant: str) -> list[str
                     mean, low, high = (rows[c].to_numpy(float) for c in METRIC_COLUMNS[metric])
                     err = np.vstack([np.nan_to_num(mean - low), np.nan_to_num(high - mean)])
                     axes[row_index, col].errorbar(xd, mean, yerr=err, color=color, marker="o", capsize=2,
-                                                  label=display_name(model) if col == 0 and row_index == 0 else None)
+                                                  label=MODELS[model] if col == 0 and row_index == 0 else None)
                 p = pub[(pub["experiment"] == experiment) & (pub["model"] == model) & pub["value"].isin(xs)]
                 px = _dodge(np.array([xs[v] for v in p["value"]]), m_index, len(models), log, span)
                 axes[0, col].plot(px, p["success_rate"], linestyle="none", marker="D", markerfacecolor="none",
-                                  color=color, label=f"{display_name(model)} (published)" if col == 0 else None)
+                                  color=color, label=f"{MODELS[model]} (published)" if col == 0 else None)
             for row_index in range(3):
                 ax = axes[row_index, col]
                 if log:
@@ -167,7 +166,8 @@ def comparison(groups: pd.DataFrame) -> list[dict]:
     ops = groups[groups["experiment"] == "operations"]
     for _, p in published.operations_table().iterrows():
         for _, r in ops[(ops["operation"] == p["operation"]) & (ops["model"] == p["model"])].iterrows():
-            common = {"benchmark": "arith", "result": "operations", "row": f"{p['operation']}/{display_name(p['model'])}",
+            common = {"benchmark": "arith", "result": "operations",
+                      "row": f"{p['operation']}/{MODELS[p['model']]}",
                       "n_runs": int(r["n_runs"]), "scale": r["scale"], "variant": r["variant"]}
             success = p["success_pct"] / 100
             rows.append(compare.row(metric="success", published=Interval(success, success - p["success_minus"] / 100,
@@ -187,7 +187,7 @@ def comparison(groups: pd.DataFrame) -> list[dict]:
                        & (sweeps["key"] == p["value"])]
         for _, r in match.iterrows():
             rows.append(compare.row(benchmark="arith", result="parameters",
-                                    row=f"{p['experiment']}={p['value']}/{display_name(p['model'])}", metric="success",
+                                    row=f"{p['experiment']}={p['value']}/{MODELS[p['model']]}", metric="success",
                                     published=Interval(p["success_rate"]),
                                     reproduced=Interval(*r[list(METRIC_COLUMNS["success"])]), n_runs=int(r["n_runs"]),
                                     scale=r["scale"], variant=r["variant"],

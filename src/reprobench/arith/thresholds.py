@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from reprobench.arith.data import apply_operation, subset_sizes
+from reprobench.core.progress import Progress
 
 
 def simulated_threshold(operation: str, input_size: int, subset_sizes_: tuple[int, int], low: float, high: float,
@@ -25,6 +26,7 @@ def simulated_threshold(operation: str, input_size: int, subset_sizes_: tuple[in
         raise ValueError(f"subsets of {s} with overlap {o} do not fit input size {input_size}")
     rng = np.random.default_rng(seed)
     total_sq, done = 0.0, 0
+    bar = Progress(samples, f"threshold {operation} n={input_size} S={s} O={o}")
     while done < samples:
         rows = min(chunk, samples - done)
         x = rng.uniform(low, high, size=(rows, input_size))
@@ -35,6 +37,8 @@ def simulated_threshold(operation: str, input_size: int, subset_sizes_: tuple[in
         near = apply_operation(operation, a + epsilon * (whole - 2 * a), b + epsilon * (whole - 2 * b))
         total_sq += float(((near - exact) ** 2).sum())
         done += rows
+        bar.update(rows)
+    bar.close()
     return total_sq / samples
 
 

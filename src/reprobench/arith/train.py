@@ -106,7 +106,8 @@ def train(setting: Setting, seeds: list[int], cfg: TrainConfig, device, checkpoi
     """Train all `seeds` of `setting` together; returns ({seed: curve columns}, final state)."""
     torch_device = torch.device(device)
     batch = SeedBatch(setting, seeds, cfg, torch_device)
-    net = BatchedNetwork(setting.model, setting.input_size, setting.hidden_size, seeds, cfg.torch_dtype).to(torch_device)
+    net = BatchedNetwork(setting.model, setting.input_size, setting.hidden_size, seeds, cfg.torch_dtype)
+    net = net.to(torch_device)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, fused=True)  # one kernel for all parameters
     identity = {"setting": setting.record(), "seeds": list(seeds), "config": dataclasses.asdict(cfg)}
     state = _load_checkpoint(checkpoint, net, opt, identity) or State(
@@ -161,7 +162,8 @@ def _curves(seeds: list[int], state: State) -> dict:
     """Per-seed tidy columns from the batched records, keeping only the steps where the seed was alive."""
     out = {}
     for i, seed in enumerate(seeds):
-        rows = [(step, split, metric, float(values[i])) for step, split, metric, values, mask in state.records if mask[i]]
+        rows = [(step, split, metric, float(values[i])) for step, split, metric, values, mask in state.records
+                if mask[i]]
         out[seed] = {"seed": [seed] * len(rows), "step": [r[0] for r in rows], "split": [r[1] for r in rows],
                      "metric": [r[2] for r in rows], "value": [r[3] for r in rows]}
     return out

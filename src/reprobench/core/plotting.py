@@ -8,9 +8,9 @@ import io
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from reprobench.core.atomic import write_bytes  # noqa: E402
+from reprobench.core.atomic import write_bytes
 
 STYLE = {
     "figure.dpi": 100, "savefig.dpi": 150, "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8,

@@ -42,7 +42,7 @@ def library_versions() -> dict[str, str]:
 
 
 def now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def base_record() -> dict:

@@ -36,9 +36,10 @@ def comparison_summary(path: str) -> str:
     return "\n".join(lines) + f"\n\nScale of these runs: {scales}. Full rows: `{path}`.\n"
 
 
-def write(out: str, headings: dict[str, tuple[str, str]], tables: list[str], figures: list[str], comparisons: list[str]) -> None:
-    """One section per benchmark, in the order of `headings` ({key: (title, citation)}), with its tables (Markdown, inlined),
-    figures (PNG, linked relative to `out`) and comparison summary."""
+def write(out: str, headings: dict[str, tuple[str, str]], tables: list[str], figures: list[str],
+          comparisons: list[str]) -> None:
+    """One section per benchmark, in the order of `headings` ({key: (title, citation)}), with its tables
+    (Markdown, inlined), figures (PNG, linked relative to `out`) and comparison summary."""
     out_dir = Path(out).parent
     files = {key: {"tables": [], "figures": [], "comparisons": []} for key in headings}
     for kind, paths in (("tables", tables), ("figures", figures), ("comparisons", comparisons)):

@@ -73,18 +73,14 @@ def register(sub) -> None:
 
     # One subcommand per table and figure; each reads only the aggregates it needs.
     products = {**TABLES, **FIGURES}
-    for name, inputs, handler in (
-            ("table2", ("runs",), cmd_table2),
-            ("table4", ("runs", "human-sessions"), cmd_table4),
-            ("table5", ("runs", "mean-curves"), cmd_table5),
-            ("table6", ("data",), cmd_table6),
-            ("figure1", ("runs", "mean-curves"), cmd_figure1),
-            ("figure2", ("runs", "mean-curves"), cmd_figure2),
-            ("figure3", ("runs", "mean-curves", "variant"), cmd_figure3)):
-        t = s.add_parser(name, help=products[name].caption)
+    for name, inputs in (("table2", ("runs",)), ("table4", ("runs", "human-sessions")),
+                         ("table5", ("runs", "mean-curves")), ("table6", ("data",)),
+                         ("figure1", ("runs", "mean-curves")), ("figure2", ("runs", "mean-curves")),
+                         ("figure3", ("runs", "mean-curves", "variant"))):
+        t = s.add_parser(name, help=f"{products[name].title}: {products[name].stem}.*")
         _add_inputs(t, inputs)
         add_output(t, products[name].title)
-        t.set_defaults(func=handler, formats=products[name].formats)
+        t.set_defaults(func=cmd_render, formats=products[name].formats)
 
     t = s.add_parser("compare", help="published vs reproduced: Tables 2, 4 and 5")
     _add_inputs(t, ("runs", "mean-curves"))
@@ -207,79 +203,43 @@ def cmd_aggregate_synthetic(args) -> None:
 
 
 def cmd_aggregate_imdb(args) -> None:
-    from reprobench.wade.imdb_runs import summarise
+    from reprobench.wade.summary import aggregate_imdb
 
-    _write_aggregate(args, "imdb", *summarise(args.curves))
-
-
-def _frames(args):
-    """(runs, mean curves or None, scale label) from the aggregate files named on the command line."""
-    from reprobench.core.curves import read_frame, scale_label
-
-    runs = read_frame(args.runs)[0]
-    mean_curves = read_frame(args.mean_curves)[0] if getattr(args, "mean_curves", None) else None
-    return runs, mean_curves, scale_label(runs)
+    _write_aggregate(args, "imdb", *aggregate_imdb(args.curves))
 
 
-def cmd_table2(args) -> None:
-    from reprobench.wade import imdb_runs
-
-    runs, _, _ = _frames(args)
-    log(f"wrote {imdb_runs.table2(runs, output_stem(args.out, args.formats))}")
-
-
-def cmd_table4(args) -> None:
-    from reprobench.wade import render
-
-    runs, _, scale = _frames(args)
-    log(f"wrote {render.table4(runs, output_stem(args.out, args.formats), scale, args.human_sessions)}")
-
-
-def cmd_table5(args) -> None:
-    from reprobench.wade import render
-
-    runs, mean_curves, scale = _frames(args)
-    log(f"wrote {render.table5(runs, mean_curves, output_stem(args.out, args.formats), scale)}")
-
-
-def cmd_table6(args) -> None:
-    from reprobench.core.curves import read_metadata
+def cmd_render(args) -> None:
+    """One table or figure, named by the subcommand, from the aggregates (or datasets) named on the command line."""
+    from reprobench.core.curves import read_frame, read_metadata, scale_label
     from reprobench.wade import render, tasks
 
-    datasets = {d.task_id: d for d in map(tasks.read, args.data)}
-    scale = ",".join(sorted({str(read_metadata(path)["scale"]) for path in args.data}))
-    log(f"wrote {render.table6(datasets, output_stem(args.out, args.formats), scale)}")
-
-
-def cmd_figure1(args) -> None:
-    from reprobench.wade import render
-
-    runs, mean_curves, _ = _frames(args)
-    log(f"wrote {render.figure1(mean_curves, runs, output_stem(args.out, args.formats))}")
-
-
-def cmd_figure2(args) -> None:
-    from reprobench.wade import imdb_runs
-
-    runs, mean_curves, _ = _frames(args)
-    log(f"wrote {imdb_runs.figure2(mean_curves, runs, output_stem(args.out, args.formats))}")
-
-
-def cmd_figure3(args) -> None:
-    from reprobench.wade import render
-
-    runs, mean_curves, scale = _frames(args)
-    log(f"wrote {render.figure3(runs, mean_curves, output_stem(args.out, args.formats), args.variant, scale)}")
+    stem = output_stem(args.out, args.formats)
+    if args.stage == "table6":
+        datasets = {d.task_id: d for d in map(tasks.read, args.data)}
+        written = render.table6(datasets, stem, ",".join(sorted({str(read_metadata(p)["scale"]) for p in args.data})))
+    else:
+        runs = read_frame(args.runs)[0]
+        mean_curves = read_frame(args.mean_curves)[0] if "mean_curves" in args else None
+        scale = scale_label(runs)
+        written = {
+            "table2": lambda: render.table2(runs, stem),
+            "table4": lambda: render.table4(runs, stem, scale, args.human_sessions),
+            "table5": lambda: render.table5(runs, mean_curves, stem, scale),
+            "figure1": lambda: render.figure1(mean_curves, runs, stem),
+            "figure2": lambda: render.figure2(mean_curves, runs, stem),
+            "figure3": lambda: render.figure3(runs, mean_curves, stem, args.variant, scale),
+        }[args.stage]()
+    log(f"wrote {written}")
 
 
 def cmd_compare(args) -> None:
     from reprobench.core import compare
     from reprobench.core.curves import read_frame
-    from reprobench.wade import imdb_runs, render
+    from reprobench.wade import render
 
-    runs, mean_curves, _ = _frames(args)
+    runs, mean_curves = read_frame(args.runs)[0], read_frame(args.mean_curves)[0]
     rows = render.comparison(runs, render.accuracy_frame(runs, mean_curves))
-    rows += imdb_runs.comparison(read_frame(args.imdb_runs)[0])
+    rows += render.imdb_comparison(read_frame(args.imdb_runs)[0])
     out = output_stem(args.out, args.formats) + ".csv"
     frame = compare.write(rows, out)
     log(f"wrote {out}: {len(frame)} rows, {int(frame['within'].eq(True).sum())} within")

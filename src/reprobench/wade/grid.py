@@ -5,6 +5,7 @@ from __future__ import annotations
 from reprobench.core.benchmark import Product, Targets
 
 TASK_IDS = tuple(range(1, 11))  # the paper's ten tasks (wade.tasks.TASKS)
+IMDB_MODELS = ("rnn", "lstm", "gru", "transformer", "linear")  # Table 2's models (wade.imdb_models builds them)
 # (model, config) of every trained sequence-model run of one (task, seed): the Transformer's config is its variant
 # (faithful: no causal mask, as released; corrected: a causal mask), RNN and LSTM have one.
 SEQUENCE_RUNS = (("rnn", "default"), ("lstm", "default"), ("transformer", "faithful"), ("transformer", "corrected"))
@@ -22,7 +23,7 @@ SYNTHETIC_MEAN_CURVES = f"{ROOT}/metrics/synthetic_mean_curves.parquet"
 SYNTHETIC_LOG = f"{LOGS}/metrics/synthetic.log"
 
 IMDB_DATA, IMDB_DATA_LOG = f"{ROOT}/data/imdb.parquet", f"{LOGS}/data/imdb.log"
-IMDB_RESOURCES = {"download": "resources/imdb", "synthetic": "resources/imdb-synthetic"}
+IMDB_RESOURCES = {"synthetic": "resources/imdb-synthetic", "download": "resources/imdb"}  # by wade.imdb.source
 MODEL_SEED = "model={model}/seed={seed}"
 IMDB_CURVE = f"{ROOT}/curves/experiment=imdb/{MODEL_SEED}.parquet"
 IMDB_CHECKPOINT = f"{ROOT}/checkpoints/experiment=imdb/{MODEL_SEED}.pt"

@@ -20,9 +20,10 @@ from torch import nn
 
 from reprobench.core import checkpoint as checkpoints
 from reprobench.core.progress import Progress, log
+from reprobench.wade.grid import IMDB_MODELS
 from reprobench.wade.sequence_models import PositionalEncoding
 
-MODELS = ("rnn", "lstm", "gru", "transformer", "linear")
+MODELS = IMDB_MODELS  # the models build() knows
 
 
 class RecurrentClassifier(nn.Module):
@@ -158,10 +159,3 @@ def train(model: str, vocab: int, train_seqs, train_labels, test_seqs, test_labe
         at.update(order=None, start=0)
     bar.close()
     return np.array(at["seen"]), np.array(at["accs"])
-
-
-def ewma(x: np.ndarray, window: int = 10) -> np.ndarray:
-    """pandas' ewm(span=window).mean(), used by the reference on the Linear model's curve before WADE."""
-    import pandas as pd
-
-    return pd.Series(x).ewm(span=window).mean().to_numpy()

@@ -24,6 +24,13 @@ class Convention:
             raise ValueError("thresholds and weights differ in length")
 
 
+def ewma(x: np.ndarray, window: int = 10) -> np.ndarray:
+    """pandas' ewm(span=window).mean(), used by the reference on the IMDB Linear model's curve before WADE."""
+    import pandas as pd
+
+    return pd.Series(x).ewm(span=window).mean().to_numpy()
+
+
 def synthetic_convention() -> Convention:
     """The synthetic tasks: a in {0, 0.001, ..., 0.999} (np.arange, as coded), w(a) = a, strict >."""
     a = np.arange(0, 1, 0.001)

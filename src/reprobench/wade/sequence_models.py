@@ -81,7 +81,8 @@ class Transformer(nn.Module):
 
 
 def build(model: str, vocab_size: int, config: str) -> nn.Module:
-    """`config`: 'default' for RNN and LSTM; the Transformer's variant, 'faithful' or 'corrected' (grid.SEQUENCE_RUNS)."""
+    """`config`: 'default' for RNN and LSTM; the Transformer's variant, 'faithful' or 'corrected'
+    (grid.SEQUENCE_RUNS)."""
     if (model, config) not in SEQUENCE_RUNS:
         raise ValueError(f"unknown sequence-model run {model}/{config} (known: "
                          f"{', '.join(f'{m}/{c}' for m, c in SEQUENCE_RUNS)})")
@@ -106,7 +107,7 @@ def _test_groups(dataset: Dataset, device):
     for i in np.flatnonzero(~dataset.train):
         groups.setdefault(len(dataset.tokens[i]), []).append(i)
     out = []
-    for length, idx in sorted(groups.items()):
+    for _, idx in sorted(groups.items()):
         tokens = torch.tensor(np.stack([dataset.tokens[i] for i in idx]), device=device)
         rows = torch.tensor(np.concatenate([[r] * len(dataset.masks[i]) for r, i in enumerate(idx)]), device=device)
         positions = torch.tensor(np.concatenate([dataset.masks[i] for i in idx]), device=device)

@@ -1,4 +1,5 @@
-"""From curve files to per-run numbers: WADE under both conventions, maximum and final accuracy; best rules.
+"""From curve files to per-run numbers (the aggregate stage): WADE under both conventions, maximum and final
+accuracy, mean curves, for the synthetic tasks (aggregate_synthetic) and IMDB (aggregate_imdb); best rules.
 
 Conventions (docs/DEVIATIONS.md):
 - faithful: thresholds 0..0.999 weighted by a, strict >, T = index + 1; reservoirs' index converted by
@@ -24,7 +25,8 @@ from reprobench.wade.tasks import make_task
 
 RESERVOIRS = ("reca", "esn")
 MODEL_ORDER = ("reca", "esn", "rnn", "lstm", "transformer")
-DISPLAY = {"reca": "ReCA", "esn": "ESN", "rnn": "RNN", "lstm": "LSTM", "transformer": "Transformer"}
+DISPLAY = {"reca": "ReCA", "esn": "ESN", "rnn": "RNN", "lstm": "LSTM", "transformer": "Transformer", "gru": "GRU",
+           "linear": "Linear"}
 
 
 @functools.cache
@@ -113,4 +115,29 @@ def aggregate_synthetic(paths: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
         sequences, _ = mean_curve([s for _, s in series])
         mean_rows += [{"task": task, "model": model, "config": config, "step": k, "sequences": sequences[k],
                        "mean": mean[k], "std": std[k], "n": len(series)} for k in range(len(mean))]
+    return pd.DataFrame(rows), pd.DataFrame(mean_rows)
+
+
+def aggregate_imdb(paths: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per run and variant: WADE x 100 and max accuracy; mean curves per model)."""
+    conv = metric.imdb_convention()
+    rows, series = [], {}
+    bar = Progress(len(paths), "aggregate imdb", log_every_s=10)
+    for path in paths:
+        bar.update(1)
+        frame, record = curves.read_curve(path)
+        table = curves.wide(frame)
+        acc = table["accuracy"].to_numpy()
+        for variant in ("faithful", "corrected"):
+            smoothed = metric.ewma(acc) if (variant == "faithful" and record["model"] == "linear") else acc
+            rows.append({"model": record["model"], "seed": int(record["seed"]), "variant": variant,
+                         "wade_x100": 100 * metric.wade(smoothed, conv), "max_accuracy": float(acc.max()),
+                         "synthetic": bool(record["setting"]["synthetic"]), "scale": record["scale"]})
+        series.setdefault(record["model"], []).append((table["examples"].to_numpy(), acc))
+    bar.close()
+    mean_rows = []
+    for model, runs in series.items():
+        mean, std = mean_curve([a for _, a in runs])
+        mean_rows += [{"model": model, "step": k, "examples": runs[0][0][k], "mean": mean[k], "std": std[k],
+                       "n": len(runs)} for k in range(len(mean))]
     return pd.DataFrame(rows), pd.DataFrame(mean_rows)

@@ -16,7 +16,6 @@ import numpy as np
 
 from reprobench.core.errors import ConfigError
 
-
 PAPER_MAX_SEQUENCES = 1200  # the reference's generate_tasks(max_n_seq=1200)
 
 

@@ -1,0 +1,126 @@
+"""The structure every benchmark follows (docs/ARCHITECTURE.md), and the code checks: ruff, snakefmt, Snakemake's
+linter and the import contract."""
+
+import importlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT, run_snakemake
+from reprobench import benchmarks
+from reprobench.core.benchmark import Paper, Product
+
+BIN = Path(sys.executable).parent
+CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
+PAPER_CONFIG = yaml.safe_load((ROOT / "paper.yaml").read_text())
+
+
+def schema(key: str) -> dict:
+    return yaml.safe_load((ROOT / "workflow/schemas" / f"{key}.schema.yaml").read_text())
+
+
+def run(*args, cwd=ROOT, env=None):
+    return subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize("key", benchmarks.KEYS)
+def test_every_benchmark_is_one_room(key):
+    paper = benchmarks.paper(key)
+    assert isinstance(paper, Paper) and paper.key == key and paper.title and paper.citation
+    for path in (f"src/reprobench/{key}/grid.py", f"src/reprobench/{key}/cli.py", f"workflow/rules/{key}.smk",
+                 f"workflow/schemas/{key}.schema.yaml"):
+        assert (ROOT / path).is_file(), path
+    assert key in CONFIG and key in PAPER_CONFIG
+    grid = benchmarks.grid(key, CONFIG[key])
+    targets = grid.targets()
+    assert targets.tables and targets.figures and targets.comparisons
+    for product in targets.tables + targets.figures:
+        assert isinstance(product, Product) and product.stem.startswith(f"results/{key}/") and product.caption
+    assert grid.expected_curves() and all(p.startswith(f"results/{key}/curves/") for p in grid.expected_curves())
+    assert f"`{key}`" in (ROOT / "README.md").read_text()
+
+
+def test_every_training_rule_has_slurm_entries():
+    """Rules that declare a GPU are the ones the profile sends to the GPU partition and groups."""
+    profile = yaml.safe_load((ROOT / "slurm/config.yaml").read_text())
+    gpu_rules = set()
+    for key in benchmarks.KEYS:
+        text = (ROOT / "workflow/rules" / f"{key}.smk").read_text()
+        for block in text.split("\nrule ")[1:]:
+            if "gpu=1" in block:
+                gpu_rules.add(block.split(":", 1)[0])
+    assert gpu_rules and gpu_rules == set(profile["set-resources"]) == set(profile["groups"])
+
+
+def test_schemas_enumerate_the_packages_constants():
+    from reprobench.arith import data, models
+    from reprobench.arith import grid as arith_grid
+    from reprobench.wade import grid, imdb_models, tasks
+
+    arith = schema("arith")["$defs"]
+    assert arith["operation"]["enum"] == list(data.OPERATIONS)
+    assert arith["model"]["enum"] == list(arith_grid.MODELS) == list(models.LAYERS)
+    wade = schema("wade")["properties"]
+    assert wade["imdb"]["properties"]["models"]["items"]["enum"] == list(imdb_models.MODELS)
+    assert wade["imdb"]["properties"]["source"]["enum"] == list(grid.IMDB_RESOURCES)
+    task = wade["tasks"]["items"]
+    assert tuple(range(task["minimum"], task["maximum"] + 1)) == grid.TASK_IDS == tuple(sorted(tasks.TASKS))
+
+
+def schema_defaults(node: dict, defs: dict, path=()):
+    """(path, default) of every property with a default in a JSON schema ($refs into `defs` resolved)."""
+    for name, sub in node.get("properties", {}).items():
+        sub = defs[sub["$ref"].rsplit("/", 1)[1]] if "$ref" in sub else sub
+        if "default" in sub and sub["default"] != {}:
+            yield path + (name,), sub["default"]
+        yield from schema_defaults(sub, defs, path + (name,))
+
+
+@pytest.mark.parametrize("key", benchmarks.KEYS)
+def test_config_yaml_states_the_schema_defaults(key):
+    """One source for every default: where config.yaml writes a key out, it holds the schema's default."""
+    s = schema(key)
+    checked = 0
+    for path, default in schema_defaults(s, s.get("$defs", {})):
+        value = CONFIG[key]
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is not None:
+            assert value == default, f"{key}.{'.'.join(path)}: config.yaml {value!r}, schema default {default!r}"
+            checked += 1
+    assert checked >= 5
+
+
+def test_ruff():
+    proc = run(BIN / "ruff", "check", "src", "tests", "benchmarks")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_snakefmt():
+    proc = run(BIN / "snakefmt", "--check", "Snakefile", "workflow")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_snakemake_lint(tmp_path):
+    shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
+    proc = run_snakemake(["--lint", "--snakefile", str(ROOT / "Snakefile")], cwd=tmp_path, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_import_contract_holds():
+    proc = run(BIN / "lint-imports")
+    assert proc.returncode == 0 and "0 broken" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_import_contract_catches_core_importing_a_benchmark(tmp_path):
+    """The contract can fail: a copy of the package whose core imports a benchmark breaks it."""
+    shutil.copytree(ROOT / "src/reprobench", tmp_path / "reprobench")
+    (tmp_path / "reprobench/core/leak.py").write_text("from reprobench.wade import grid  # noqa\n")
+    env = {"PYTHONPATH": str(tmp_path), "PATH": str(BIN)}
+    proc = run(BIN / "lint-imports", "--config", ROOT / "pyproject.toml", cwd=tmp_path, env=env)
+    assert proc.returncode != 0 and "reprobench.core.leak -> reprobench.wade" in proc.stdout, proc.stdout
+    assert importlib.util.find_spec("reprobench").origin.startswith(str(ROOT))  # the real package is untouched
