@@ -35,6 +35,9 @@ for key in config:
         )
 
 
+GRIDS = {}  # key -> the benchmark's Grid, as its rule file loaded it
+
+
 def load_benchmark(key):
     """Validate config[key] against workflow/schemas/<key>.schema.yaml (filling in its defaults), run the benchmark's
     own check, and return its Grid: runs, paths and the input functions of its rules."""
@@ -42,7 +45,8 @@ def load_benchmark(key):
         raise WorkflowError(f"config key '{key}': the benchmark's section is missing (see config.yaml)")
     try:
         validate(config[key], schema=f"../schemas/{key}.schema.yaml")
-        return benchmarks.grid(key, config[key])
+        GRIDS[key] = benchmarks.grid(key, config[key])
+        return GRIDS[key]
     except (WorkflowError, ConfigError) as exc:
         raise WorkflowError(f"config section '{key}': {exc}") from None
 
@@ -65,14 +69,14 @@ def reported(key, product):
 
 def get_all_targets():
     """Every benchmark's tables, figures and comparison."""
-    return [path for key in benchmarks.KEYS for path in benchmarks.grid(key, config[key]).targets().files()]
+    return [path for key in benchmarks.KEYS for path in GRIDS[key].targets().files()]
 
 
 def get_report_inputs(wildcards):
     """The files results/report.md shows: Markdown tables, PNG figures and comparisons, benchmark by benchmark."""
     inputs = {"tables": [], "figures": [], "comparisons": []}
     for key in benchmarks.KEYS:
-        targets = benchmarks.grid(key, config[key]).targets()
+        targets = GRIDS[key].targets()
         inputs["tables"] += [f"{t.stem}.md" for t in targets.tables]
         inputs["figures"] += [f"{f.stem}.png" for f in targets.figures]
         inputs["comparisons"] += targets.comparisons

@@ -154,7 +154,7 @@ rule wade_train_imdb:
 
 rule wade_aggregate_synthetic:
     input:
-        WADE.get_curves(),
+        WADE.synthetic_curves(),
     output:
         runs=wade.SYNTHETIC_RUNS,
         mean_curves=wade.SYNTHETIC_MEAN_CURVES,

@@ -168,8 +168,12 @@ class Grid:
                     raise ConfigError(f"{key}.{name}" if s.experiment != "range" else key,
                                       f"range [{low}, {high}] is empty (low must be below high)")
 
+    def curves(self, experiment: str) -> list[str]:
+        """Every curve file of one experiment: each setting's seeds."""
+        return [s.curve_path(seed) for s in self.settings(experiment) for seed in self.seeds(experiment)]
+
     def expected_curves(self) -> list[str]:
-        return [s.curve_path(seed) for s in self.settings() for seed in self.seeds(s.experiment)]
+        return [path for experiment in EXPERIMENTS for path in self.curves(experiment)]
 
     def targets(self) -> Targets:
         return Targets(tables=[TABLE], figures=[FIGURE], comparisons=[COMPARISON])
@@ -196,8 +200,7 @@ class Grid:
         return self.seeds(wildcards.experiment)
 
     def get_curves(self, wildcards) -> list[str]:
-        return [s.curve_path(seed) for s in self.settings(wildcards.experiment)
-                for seed in self.seeds(wildcards.experiment)]
+        return self.curves(wildcards.experiment)
 
     def get_thresholds(self, wildcards) -> list[str]:
         return sorted({s.threshold_path() for s in self.settings(wildcards.experiment)})

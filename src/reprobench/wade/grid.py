@@ -82,19 +82,12 @@ class Grid:
         """(model, config) of every synthetic-task run of one (task, seed)."""
         return [("reca", f"rule{r}") for r in self.rules()] + [("esn", "default")] + list(SEQUENCE_RUNS)
 
-    def imdb_seeds(self) -> list[int]:
-        return list(range(self.cfg["imdb"]["seeds"]))
-
     # --- the registry's interface (reprobench.benchmarks) -------------------------------------------------------
     def check(self) -> None:
         """Nothing beyond the schema (tasks, rules and models are enumerated there)."""
 
     def expected_curves(self) -> list[str]:
-        synthetic = [CURVE.format(model=m, config=c, task=t, seed=s) for t in self.cfg["tasks"] for s in self.seeds()
-                     for m, c in self.runs()]
-        imdb = self.cfg.get("imdb") or {}
-        return synthetic + [IMDB_CURVE.format(model=m, seed=s) for m in imdb.get("models", [])
-                            for s in range(imdb.get("seeds", 0))]
+        return self.synthetic_curves() + self.imdb_curves()
 
     def targets(self) -> Targets:
         return Targets(tables=list(TABLES.values()), figures=list(FIGURES.values()), comparisons=[COMPARISON])
@@ -118,7 +111,7 @@ class Grid:
         """The curve files of one sequence-model job, in SEQUENCE_RUNS order, `{task}` and `{seed}` left open."""
         return [CURVE.format(model=m, config=c, task="{task}", seed="{seed}") for m, c in SEQUENCE_RUNS]
 
-    def get_curves(self, wildcards=None) -> list[str]:
+    def synthetic_curves(self) -> list[str]:
         return [CURVE.format(model=m, config=c, task=t, seed=s) for t in self.cfg["tasks"] for s in self.seeds()
                 for m, c in self.runs()]
 
@@ -127,7 +120,9 @@ class Grid:
         return [DATA.format(task=t, seed=self.seeds()[0]) for t in self.cfg["tasks"]]
 
     def imdb_curves(self) -> list[str]:
-        return [IMDB_CURVE.format(model=m, seed=s) for m in self.cfg["imdb"]["models"] for s in self.imdb_seeds()]
+        """Seeds 0 .. imdb.seeds - 1 of every IMDB model."""
+        return [IMDB_CURVE.format(model=m, seed=s) for m in self.cfg["imdb"]["models"]
+                for s in range(self.cfg["imdb"]["seeds"])]
 
     def imdb_resources(self) -> str:
         return IMDB_RESOURCES[self.cfg["imdb"]["source"]]
