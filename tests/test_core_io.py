@@ -1,15 +1,21 @@
 """Curve files, atomic writes, comparison verdicts, tables, inspect."""
 
 import json
+import os
+import signal
+import stat
 import subprocess
 import sys
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 from reprobench.core import compare, curves, tables
-from reprobench.core.errors import CurveFileError
+from reprobench.core.errors import ResultsFileError
 
 ROWS = {"seed": [0, 0], "step": [0, 1000], "split": ["valid", "valid"], "metric": ["mse", "mse"], "value": [2.0, 1.0]}
 
@@ -36,20 +42,24 @@ def test_same_input_same_bytes(tmp_path):
 
 
 def test_missing_corrupt_and_foreign_files_are_named(tmp_path):
-    with pytest.raises(CurveFileError, match="nothere.parquet.*does not exist"):
+    with pytest.raises(ResultsFileError, match="nothere.parquet.*does not exist"):
         curves.read_curve(tmp_path / "nothere.parquet")
     bad = tmp_path / "corrupt.parquet"
     bad.write_bytes(b"PAR1 this is not parquet")
-    with pytest.raises(CurveFileError, match="corrupt.parquet.*not a readable Parquet"):
+    with pytest.raises(ResultsFileError, match="corrupt.parquet.*not a readable Parquet"):
         curves.read_curve(bad)
     foreign = tmp_path / "foreign.parquet"
     pq.write_table(pa.table({"step": [1]}), foreign)
-    with pytest.raises(CurveFileError, match="foreign.parquet.*no reprobench provenance"):
+    with pytest.raises(ResultsFileError, match="foreign.parquet.*no reprobench provenance"):
         curves.read_curve(foreign)
     wrong = tmp_path / "wrong.parquet"
     curves.write_table(pa.table({"step": [1]}), wrong, record())
-    with pytest.raises(CurveFileError, match="wrong.parquet.*schema"):
+    with pytest.raises(ResultsFileError, match="wrong.parquet.*schema"):
         curves.read_curve(wrong)
+    empty = tmp_path / "empty.parquet"
+    curves.write_curve({k: [] for k in ROWS}, empty, record())
+    with pytest.raises(ResultsFileError, match="empty.parquet: has no rows"):  # not a run counted as unsolved
+        curves.read_curve(empty)
 
 
 def test_failed_write_leaves_nothing(tmp_path):
@@ -127,11 +137,13 @@ def test_inspect_lists_runs_and_missing(tmp_path, monkeypatch):
     curves.write_curve(ROWS, root / "x/seed=0.parquet", record())
     (root / "y").mkdir()
     (root / "y/broken.parquet").write_bytes(b"junk")
-    groups, bad = inspect.summarise(str(tmp_path / "results"))
+    groups, bad, temporary = inspect.summarise(str(tmp_path / "results"))
     assert sum(i["files"] for i in groups.values()) == 1 and len(bad) == 1 and "broken.parquet" in bad[0]
+    assert temporary == 0
     cfg = tmp_path / "c.yaml"
-    cfg.write_text(json.dumps({"arith": {"dataset": {"input_size": 10, "hidden_size": 2, "overlap": 0.5, "subset": 0.25,
-                                                     "interpolation": [1, 2], "extrapolation": [2, 6]},
+    cfg.write_text(json.dumps({"arith": {"eval_every": 1, "dataset": {"input_size": 10, "hidden_size": 2,
+                                                                      "overlap": 0.5, "subset": 0.25,
+                                                                      "interpolation": [1, 2], "extrapolation": [2, 6]},
                                          "operations": {"seeds": 2, "iterations": 1, "cells": {"add": ["nac_add"]}},
                                          "sweeps": {"seeds": 1, "iterations": 1, "operation": "mul", "models": [],
                                                     "input_size": [], "hidden_size": [], "overlap": [], "subset": [],
@@ -141,3 +153,159 @@ def test_inspect_lists_runs_and_missing(tmp_path, monkeypatch):
                           capture_output=True, text=True)
     assert "config expects 2 curve files; 0 present, 2 missing" in proc.stdout
     assert "UNREADABLE" in proc.stdout and proc.returncode == 1
+
+
+def test_inspect_checks_each_kind_of_file_and_skips_temporary_files(tmp_path, monkeypatch):
+    """Curves need rows; metrics tables are called metrics; threshold files must pass arith's reader; a temporary
+    file of a killed write is counted, not reported unreadable."""
+    results = tmp_path / "results"
+    curves.write_curve(ROWS, results / "arith/curves/a/seed=0.parquet", record())
+    curves.write_curve({k: [] for k in ROWS}, results / "arith/curves/a/seed=1.parquet", record())
+    curves.write_frame(pd.DataFrame({"success": [0.5]}), results / "arith/metrics/operations.parquet",
+                       curves.summary_record("madsen2019-arith", "operations", "groups", "small", "faithful"))
+    thresholds = results / "arith/thresholds/operation=add"
+    thresholds.mkdir(parents=True)
+    (thresholds / "good.json").write_text(json.dumps({"stage": "threshold", "paper": "madsen2019-arith",
+                                                      "thresholds": {"faithful": 1e-5, "corrected": 2e-5}}))
+    (thresholds / "nokey.json").write_text(json.dumps({"stage": "threshold", "values": {}}))
+    (thresholds / "corrupt.json").write_text('{"thresholds": {"faith')
+    (results / "arith/curves/a/.seed=2.parquet.reprobench-tmp-0a1b2c3d.parquet").write_bytes(b"PAR1 half")
+    monkeypatch.chdir(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "reprobench", "inspect", "results"], capture_output=True, text=True)
+    out = proc.stdout
+    assert proc.returncode == 1
+    unreadable = sorted(line for line in out.splitlines() if line.startswith("UNREADABLE"))
+    assert len(unreadable) == 3, out
+    assert "seed=1.parquet: has no rows" in out
+    assert "nokey.json: is not a threshold file" in out and "corrupt.json: is not readable JSON" in out
+    assert "1 temporary files of interrupted writes skipped" in out and "reprobench-tmp" not in "".join(unreadable)
+    kinds = {line.split()[0] for line in out.splitlines()[2:] if line.split() and line.split()[-1] != "files"}
+    assert {"curve", "metrics", "threshold"} <= kinds, out
+    assert "3 readable results files" in out
+
+
+def test_results_files_get_the_mode_of_a_plain_open_under_the_umask(tmp_path):
+    from reprobench.core import atomic, checkpoint
+
+    for umask, mode in ((0o022, 0o644), (0o002, 0o664), (0o077, 0o600)):
+        old = os.umask(umask)
+        try:
+            folder = tmp_path / oct(umask)
+            atomic.write_text(folder / "table.md", "x")
+            curves.write_curve(ROWS, folder / "seed=0.parquet", record())
+            checkpoint.save(folder / "run.pt", {"run": 1}, step=3)
+        finally:
+            os.umask(old)
+        for name in ("table.md", "seed=0.parquet", "run.pt"):
+            assert stat.S_IMODE((folder / name).stat().st_mode) == mode, (oct(umask), name)
+
+
+def test_a_write_killed_by_sigkill_leaves_a_recognisable_file_that_the_next_write_removes(tmp_path):
+    from reprobench.core import atomic
+
+    target = tmp_path / "out" / "seed=0.parquet"
+    killed = subprocess.run([sys.executable, "-c", f"""
+import os, signal
+from reprobench.core.atomic import atomic_path
+with atomic_path({str(target)!r}) as tmp:
+    tmp.write_bytes(b"PAR1 half written")
+    os.kill(os.getpid(), signal.SIGKILL)
+"""])
+    assert killed.returncode == -signal.SIGKILL
+    (left,) = target.parent.iterdir()
+    assert atomic.is_temporary(left) and not target.exists()
+    other = tmp_path / "out" / "seed=1.parquet"
+    curves.write_curve(ROWS, other, record())  # another target's write leaves it alone
+    assert left.exists()
+    curves.write_curve(ROWS, target, record())
+    assert sorted(p.name for p in target.parent.iterdir()) == ["seed=0.parquet", "seed=1.parquet"]
+
+
+def test_checkpoint_round_trip_restores_numpy_state_exactly(tmp_path):
+    from reprobench.core import checkpoint
+
+    rng = np.random.RandomState(7)
+    state = {"alive": np.array([True, False]), "ended_at": np.array([-1, 5]), "records": [
+        (0, "test", "mse", np.array([1.5, np.nan]), np.array([True, True]))], "numpy_rng": rng.get_state(),
+        "order": np.arange(6, dtype=np.int64).reshape(2, 3)[:, ::2], "scalar": np.float64(0.25)}
+    identity = {"setting": {"interpolation": (1.0, 2.0)}, "seeds": [0, 1]}
+    checkpoint.save(tmp_path / "c.pt", identity, model={"w": torch.ones(2)}, state=state)
+    blob = checkpoint.load(tmp_path / "c.pt", identity)
+    got = blob["state"]
+    assert got["alive"].dtype == bool and got["alive"].tolist() == [True, False]
+    assert got["ended_at"].dtype == np.int64 and got["order"].tolist() == [[0, 2], [3, 5]]
+    np.testing.assert_array_equal(got["records"][0][3], [1.5, np.nan])
+    assert got["records"][0][:3] == (0, "test", "mse") and got["scalar"] == 0.25
+    restored = np.random.RandomState()
+    restored.set_state(got["numpy_rng"])
+    assert restored.randint(1 << 30) == rng.randint(1 << 30)
+    assert torch.equal(blob["model"]["w"], torch.ones(2))
+    assert checkpoint.load(tmp_path / "c.pt", {**identity, "seeds": [0]}) is None  # another run's file
+
+
+class Payload:
+    """A pickle that runs code when it is loaded unsafely."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_a_crafted_checkpoint_is_refused_without_running_its_code(tmp_path, capsys):
+    from reprobench.core import checkpoint
+
+    marker, path = tmp_path / "RAN", tmp_path / "run.pt"
+    torch.save({"identity": {"run": 1}, "state": Payload(marker)}, path)
+    torch.load(path, weights_only=False)  # the payload is live: an unsafe load runs it
+    assert marker.exists()
+    marker.unlink()
+    assert checkpoint.load(path, {"run": 1}) is None
+    assert not marker.exists()
+    assert not path.exists() and (tmp_path / "run.pt.unreadable").exists()
+    assert f"checkpoint {path} cannot be read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("keep", [0, 1, 100, 0.5, -1])
+def test_a_truncated_checkpoint_is_moved_aside_and_training_starts_over(tmp_path, capsys, keep):
+    from reprobench.core import checkpoint
+
+    path = tmp_path / "run.pt"
+    checkpoint.save(path, {"run": 1}, model={"w": torch.arange(1000.0)}, state={"a": np.zeros(500)})
+    data = path.read_bytes()
+    cut = int(len(data) * keep) if isinstance(keep, float) else (len(data) + keep if keep < 0 else keep)
+    path.write_bytes(data[:cut])
+    assert checkpoint.load(path, {"run": 1}) is None
+    assert f"checkpoint {path} cannot be read" in capsys.readouterr().err
+    assert (tmp_path / "run.pt.unreadable").read_bytes() == data[:cut] and not path.exists()
+    checkpoint.save(path, {"run": 1}, step=1)
+    assert checkpoint.load(path, {"run": 1})["step"] == 1
+
+
+def test_a_metrics_table_without_the_columns_its_reader_needs_is_named(tmp_path):
+    from reprobench.arith.summary import read_groups
+
+    path = tmp_path / "synthetic.parquet"
+    curves.write_frame(pd.DataFrame({"task": [1], "wade": [0.5]}), path,
+                       curves.summary_record("cisneros2022-wade", "synthetic", "aggregate", "small", "all"))
+    with pytest.raises(ResultsFileError, match=r"synthetic.parquet: lacks the columns \['experiment'.*'aggregate'"):
+        read_groups([str(path)])
+
+
+def test_threshold_files_are_checked_by_their_reader(tmp_path):
+    from reprobench.arith import thresholds
+
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"thresholds": {"faithful": 1e-5, "corrected": 2e-5}}))
+    assert thresholds.read(str(path)) == {"faithful": 1e-5, "corrected": 2e-5}
+    for text in ("not json", json.dumps({"values": 1}), json.dumps({"thresholds": {"faithful": 1}}),
+                 json.dumps([1]), json.dumps({"thresholds": {"faithful": "x", "corrected": 1}})):
+        path.write_text(text)
+        with pytest.raises(ResultsFileError, match="t.json: is not a threshold file"):
+            thresholds.read(str(path))
+    path.write_text(json.dumps({"thresholds": {"faithful": -1, "corrected": 1}}))
+    with pytest.raises(ResultsFileError, match="t.json: holds thresholds"):
+        thresholds.read(str(path))
+    with pytest.raises(ResultsFileError, match="nothere.json: does not exist"):
+        thresholds.read(str(tmp_path / "nothere.json"))

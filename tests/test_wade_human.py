@@ -1,6 +1,7 @@
 """The human game, driven by scripted answers, and its scoring (paper, Appendix A)."""
 
 import io
+import re
 import subprocess
 import sys
 
@@ -44,3 +45,26 @@ def test_cli_session_file_and_early_end(tmp_path):
     assert proc.returncode == 0, proc.stderr
     task, score = human.session_wade(str(out))
     assert task == 1 and score == 0.0  # two wrong answers, then the input ended
+
+
+def test_human_sessions_are_checked_when_the_config_is_loaded(tmp_path):
+    """A missing file, or a curve file of another benchmark given as a session, stops at load naming it."""
+    import yaml
+
+    from conftest import ROOT
+    from reprobench import benchmarks
+    from reprobench.core import curves
+    from reprobench.core.errors import ConfigError
+
+    section = yaml.safe_load((ROOT / "config.yaml").read_text())["wade"]
+    foreign = tmp_path / "arith-seed=0.parquet"
+    curves.write_curve({"seed": [0], "step": [0], "split": ["test"], "metric": ["mse"], "value": [1.0]}, foreign,
+                       curves.provenance(paper="madsen2019-arith", experiment="operations", model="nalu", setting={},
+                                         seed=0, scale="small", variant="all", config={}, device="cpu", wall_time_s=0,
+                                         start="", end=""))
+    for path, words in ((tmp_path / "nothere.parquet", "nothere.parquet: does not exist"),
+                        (foreign, "arith-seed=0.parquet is not a WADE human session (it is a 'operations' file of "
+                                  "madsen2019-arith)")):
+        with pytest.raises(ConfigError, match=re.escape(f"config key 'wade.human_sessions': ") + ".*" +
+                           re.escape(words)):
+            benchmarks.grid("wade", {**section, "human_sessions": [str(path)]})

@@ -148,3 +148,26 @@ def test_imdb_training_resumes_from_its_checkpoint_identically(tmp_path, monkeyp
     other = imdb_models.train(model, 30, seqs[:40], labels[:40], seqs[40:], labels[40:], 4, **kwargs,
                               checkpoint=str(ckpt))
     assert len(other[0]) == len(full[0])
+
+
+@pytest.mark.parametrize("member", ["traversal", "absolute_link", "outside_link"])
+def test_extraction_refuses_paths_and_links_outside_its_folder(tmp_path, member):
+    """A crafted archive cannot write outside resources/ (tarfile's 'data' filter): the extraction stops naming
+    the archive and nothing lands outside."""
+    path = tmp_path / "evil.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        data = b"pwned"
+        if member == "traversal":
+            info = tarfile.TarInfo("aclImdb/../../escaped.txt")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        else:
+            info = tarfile.TarInfo("aclImdb/train/pos/0_9.txt")
+            info.type = tarfile.SYMTYPE
+            info.linkname = "/etc/passwd" if member == "absolute_link" else "../../../../escaped.txt"
+            tar.addfile(info)
+    dest = tmp_path / "res"
+    dest.mkdir()
+    with pytest.raises(imdb.ReprobenchError, match="cannot extract .*evil.tar.gz"):
+        imdb.extract(path, dest)
+    assert not (tmp_path / "escaped.txt").exists() and list(dest.iterdir()) == []

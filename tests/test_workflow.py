@@ -88,15 +88,21 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
     (lambda c: c["wade"].update(reca_rules=[30, 300]), ["reca_rules", "300"]),
     (lambda c: c.update(amtlb={"games": 59}), ["config key 'amtlb'", "not a setting or a benchmark"]),
     (lambda c: c.pop("wade"), ["config key 'wade'", "section is missing"]),
+    (lambda c: c["arith"].update(eval_every=10**9), ["arith.eval_every", "arith.operations.iterations"]),
+    (lambda c: c["arith"]["sweeps"].update(long_iterations=[{"input_sizes": [7], "iterations": 10**6}]),
+     ["arith.sweeps.long_iterations[0].input_sizes", "[7]", "arith.sweeps.input_size"]),
+    (lambda c: c["wade"].update(human_sessions=["nothere.parquet"]), ["wade.human_sessions", "nothere.parquet",
+                                                                      "does not exist"]),
 ])
 def test_bad_config_stops_with_a_message_naming_the_key(workdir, edit, words):
     write_config(workdir, edit)
+    (workdir / "results").mkdir()  # outputs up to date must not hide a bad value ("Nothing to be done")
     proc = run_snakemake(["-n", "--snakefile", SNAKEFILE, "--cores", "1"], cwd=workdir, check=False)
     assert proc.returncode != 0
     message = proc.stdout + proc.stderr
     for word in words:
         assert word in message, message[-2000:]
-    assert not (workdir / "results").exists()
+    assert list((workdir / "results").iterdir()) == []
 
 
 @pytest.mark.parametrize("target", [

@@ -11,6 +11,8 @@ reports and the Snakefile loop over KEYS; nothing in `core` knows any benchmark.
         .check()            what the schema cannot say; raises core.errors.ConfigError naming the key
         .expected_curves()  every curve file the section asks for (`reprobench inspect --config`)
         .targets()          core.benchmark.Targets: its tables, figures and comparison
+    reprobench.<key>.grid.READERS              optional {pattern over absolute paths: reader}: files that
+                                               `reprobench inspect` checks with the function that reads them
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ def grid(key: str, section: dict):
     g = importlib.import_module(f"reprobench.{key}.grid").Grid(section)
     g.check()
     return g
+
+
+def readers(key: str) -> dict:
+    """The benchmark's file checks for `reprobench inspect` (its grid's READERS)."""
+    return getattr(importlib.import_module(f"reprobench.{key}.grid"), "READERS", {})
 
 
 def register_cli(key: str, subparsers) -> None:

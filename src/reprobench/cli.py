@@ -20,7 +20,8 @@ def cmd_inspect(args) -> int:
 
     config = load(args.config) if args.config else {}
     expected = {key: benchmarks.grid(key, config[key]).expected_curves() for key in benchmarks.KEYS if key in config}
-    return inspect.run(args.path, expected, args.list_missing)
+    readers = {pattern: read for key in benchmarks.KEYS for pattern, read in benchmarks.readers(key).items()}
+    return inspect.run(args.path, expected, args.list_missing, readers)
 
 
 def cmd_report(args) -> None:
@@ -35,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("inspect", help="summarise cached Parquet files (curves, metrics)")
+    p = sub.add_parser("inspect", help="summarise and check cached results (curves, metrics, data, thresholds)")
     p.add_argument("path", help="a Parquet file or a folder (e.g. results/ or results/arith/curves)")
     p.add_argument("--config", nargs="*", default=[],
                    help="config files, merged in order (e.g. config.yaml paper.yaml): list what is missing")

@@ -58,6 +58,7 @@ def register(sub) -> None:
 def cmd_threshold(args) -> None:
     import json
 
+    from reprobench.arith import PAPER
     from reprobench.arith.grid import parse_range
     from reprobench.arith.thresholds import thresholds
     from reprobench.core.atomic import write_text
@@ -65,7 +66,7 @@ def cmd_threshold(args) -> None:
 
     values = thresholds(args.operation, int(args.input_size), float(args.subset), float(args.overlap),
                         parse_range(args.extrapolation), args.samples, args.epsilon, args.seed)
-    record = {"operation": args.operation, "input_size": int(args.input_size), "subset": float(args.subset),
+    record = {"paper": PAPER.id, "stage": "threshold", "operation": args.operation, "input_size": int(args.input_size), "subset": float(args.subset),
               "overlap": float(args.overlap), "extrapolation": args.extrapolation, "samples": args.samples,
               "epsilon": args.epsilon, "seed": args.seed, "thresholds": values, "made": now(), **base_record()}
     write_text(args.out, json.dumps(record, indent=1, sort_keys=True) + "\n")

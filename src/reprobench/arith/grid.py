@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 
 from reprobench.arith.data import OPERATIONS, subset_sizes
+from reprobench.arith.thresholds import read as read_thresholds
 from reprobench.core.benchmark import Product, Targets
 from reprobench.core.errors import ConfigError
 
@@ -45,6 +46,8 @@ FIGURE = Product("Figure: effect of parameters", f"{ROOT}/figures/parameters", (
                  "rates read off the paper's figure.")
 COMPARISON = f"{ROOT}/comparison.csv"
 COMPARISON_LOG = f"{LOGS}/comparison.log"
+# Files `reprobench inspect` checks with the reader that uses them (a pattern over absolute paths -> reader).
+READERS = {f"*/{ROOT}/thresholds/*.json": read_thresholds}
 
 NUMBER, RANGE = r"[0-9]+(\.[0-9]+)?", r"[0-9]+(\.[0-9]+)?_[0-9]+(\.[0-9]+)?"
 
@@ -154,7 +157,22 @@ class Grid:
 
     # --- the registry's interface (reprobench.benchmarks) -------------------------------------------------------
     def check(self) -> None:
-        """What the schema cannot say: every subset must fit its input, ranges must be ordered."""
+        """What the schema cannot say: every run evaluates after step 0, long_iterations names swept input sizes,
+        every subset fits its input, ranges are ordered."""
+        every = self.cfg["eval_every"]
+        sweeps = self.cfg["sweeps"]
+        for key, iterations in [("arith.operations.iterations", self.cfg["operations"]["iterations"]),
+                                ("arith.sweeps.iterations", sweeps["iterations"])] + \
+                               [(f"arith.sweeps.long_iterations[{i}].iterations", e["iterations"])
+                                for i, e in enumerate(sweeps.get("long_iterations") or [])]:
+            if every > iterations:
+                raise ConfigError("arith.eval_every", f"{every} is larger than {key} = {iterations}: the run would "
+                                  "be evaluated at step 0 only")
+        for i, entry in enumerate(sweeps.get("long_iterations") or []):
+            unknown = sorted(set(entry["input_sizes"]) - set(sweeps["input_size"]))
+            if unknown:
+                raise ConfigError(f"arith.sweeps.long_iterations[{i}].input_sizes",
+                                  f"{unknown} not in arith.sweeps.input_size {sweeps['input_size']}")
         for s in self.settings():
             key = "arith.dataset" if s.experiment == "operations" else f"arith.sweeps.{s.experiment}"
             try:

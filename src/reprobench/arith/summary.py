@@ -13,7 +13,6 @@ sparsity, with the R bug kept in `faithful` and fixed in `corrected` (arith.esti
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -21,13 +20,18 @@ import pandas as pd
 
 from reprobench.arith import estimators
 from reprobench.arith.grid import Setting
+from reprobench.arith.thresholds import read as read_thresholds
 from reprobench.core import curves, stats
-from reprobench.core.errors import CurveFileError
+from reprobench.core.errors import ResultsFileError
 from reprobench.core.progress import Progress
 
 VARIANTS = ("faithful", "corrected")
 GROUP_KEYS = ["experiment", "model", "operation", "input_size", "hidden_size", "overlap", "subset",
               "interpolation", "extrapolation"]
+# What the table, the figure and the comparison read from a groups file (group_statistics writes them).
+GROUP_COLUMNS = GROUP_KEYS + ["variant", "n_runs", "n_solved", "success", "success_low", "success_high",
+                              "solved_at_median", "solved_at_mean", "solved_at_low", "solved_at_high",
+                              "sparsity_error", "sparsity_low", "sparsity_high", "scale"]
 
 
 def summarise_run(curve: pd.DataFrame, threshold: float, variant: str, window: int) -> dict:
@@ -83,11 +87,10 @@ def aggregate(paths: list[str], experiment: str, window: int) -> pd.DataFrame:
         frame, record = curves.read_curve(path)
         setting = Setting(**{k: tuple(v) if isinstance(v, list) else v for k, v in record["setting"].items()})
         if setting.experiment != experiment:
-            raise CurveFileError(path, f"belongs to experiment '{setting.experiment}', not '{experiment}'")
+            raise ResultsFileError(path, f"belongs to experiment '{setting.experiment}', not '{experiment}'")
         tpath = setting.threshold_path()
         if tpath not in thresholds:
-            with open(tpath) as fh:
-                thresholds[tpath] = json.load(fh)["thresholds"]
+            thresholds[tpath] = read_thresholds(tpath)
         for variant in VARIANTS:
             threshold = thresholds[tpath][variant]
             rows.append({**setting.keys(), "input_size": setting.input_size, "hidden_size": setting.hidden_size,
@@ -103,4 +106,4 @@ def aggregate(paths: list[str], experiment: str, window: int) -> pd.DataFrame:
 
 def read_groups(paths: list[str]) -> pd.DataFrame:
     """The per-setting statistics of several experiments, as one frame."""
-    return pd.concat([curves.read_frame(path)[0] for path in paths], ignore_index=True)
+    return pd.concat([curves.read_frame(path, GROUP_COLUMNS)[0] for path in paths], ignore_index=True)

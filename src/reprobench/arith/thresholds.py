@@ -12,9 +12,13 @@ Variants:
 
 from __future__ import annotations
 
+import json
+import math
+
 import numpy as np
 
 from reprobench.arith.data import apply_operation, subset_sizes
+from reprobench.core.errors import ResultsFileError
 from reprobench.core.progress import Progress
 
 
@@ -53,3 +57,20 @@ def thresholds(operation: str, input_size: int, subset: float, overlap: float, e
     kw = dict(samples=samples, epsilon=epsilon, seed=seed)
     return {"faithful": simulated_threshold(operation, input_size, faithful_sizes, low, high, **kw),
             "corrected": simulated_threshold(operation, input_size, (s, o), low, high, **kw)}
+
+
+def read(path: str) -> dict:
+    """{'faithful': ..., 'corrected': ...} from a threshold file written by `reprobench arith prepare-threshold`;
+    a clear error names a missing, corrupt or foreign file."""
+
+    try:
+        with open(path) as fh:
+            values = json.load(fh)["thresholds"]
+        out = {variant: float(values[variant]) for variant in ("faithful", "corrected")}
+    except FileNotFoundError:
+        raise ResultsFileError(path, "does not exist") from None
+    except (ValueError, KeyError, TypeError) as exc:  # not JSON, no 'thresholds', a variant missing or not a number
+        raise ResultsFileError(path, f"is not a threshold file ({type(exc).__name__}: {exc})") from None
+    if not all(math.isfinite(v) and v > 0 for v in out.values()):
+        raise ResultsFileError(path, f"holds thresholds {out}; each must be a positive number")
+    return out

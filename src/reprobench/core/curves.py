@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from reprobench.core.atomic import atomic_path
-from reprobench.core.errors import CurveFileError
+from reprobench.core.errors import ResultsFileError
 from reprobench.core.provenance import base_record
 
 METADATA_KEY = b"reprobench"
@@ -56,13 +56,19 @@ def write_frame(frame, path: str | os.PathLike, record: dict) -> None:
     write_table(pa.Table.from_pandas(frame, preserve_index=False), path, record)
 
 
-def read_frame(path: str | os.PathLike):
-    """(DataFrame, provenance record) of a table written by write_frame; a clear error names a missing or
-    foreign file."""
-    import pandas as pd
-
+def read_frame(path: str | os.PathLike, columns=()):
+    """(DataFrame, provenance record) of a table written by write_frame; a clear error names a missing or foreign
+    file, or one without the `columns` its reader needs (another stage's table given in its place)."""
     record = read_metadata(path)
-    return pd.read_parquet(path), record
+    try:
+        frame = pq.read_table(path, partitioning=None).to_pandas()
+    except (pa.ArrowException, OSError) as exc:
+        raise ResultsFileError(path, f"is not a readable Parquet file ({exc})") from exc
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        what = f"a '{record.get('stage', record.get('model', '?'))}' table of {record.get('paper', '?')}"
+        raise ResultsFileError(path, f"lacks the columns {missing} (it is {what}; has {list(frame.columns)})")
+    return frame, record
 
 
 def scale_label(frame) -> str:
@@ -104,18 +110,18 @@ def read_metadata(path: str | os.PathLike) -> dict:
     """The provenance record of a Parquet file written by this package; a clear error otherwise."""
     path = Path(path)
     if not path.exists():
-        raise CurveFileError(path, "does not exist")
+        raise ResultsFileError(path, "does not exist")
     try:
         schema = pq.read_schema(path)
     except (pa.ArrowException, OSError) as exc:
-        raise CurveFileError(path, f"is not a readable Parquet file ({exc})") from exc
+        raise ResultsFileError(path, f"is not a readable Parquet file ({exc})") from exc
     raw = (schema.metadata or {}).get(METADATA_KEY)
     if raw is None:
-        raise CurveFileError(path, "has no reprobench provenance metadata")
+        raise ResultsFileError(path, "has no reprobench provenance metadata")
     try:
         return json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise CurveFileError(path, f"has corrupt provenance metadata ({exc})") from exc
+        raise ResultsFileError(path, f"has corrupt provenance metadata ({exc})") from exc
 
 
 def read_curve(path: str | os.PathLike):
@@ -124,10 +130,12 @@ def read_curve(path: str | os.PathLike):
     try:
         table = pq.read_table(path, partitioning=None)
     except (pa.ArrowException, OSError) as exc:
-        raise CurveFileError(path, f"is not a readable Parquet file ({exc})") from exc
+        raise ResultsFileError(path, f"is not a readable Parquet file ({exc})") from exc
     if not table.schema.remove_metadata().equals(CURVE_SCHEMA):
-        raise CurveFileError(path, f"has schema {table.schema.remove_metadata()} instead of the curve schema")
+        raise ResultsFileError(path, f"has schema {table.schema.remove_metadata()} instead of the curve schema")
     missing = [k for k in REQUIRED_FIELDS if k not in record]
     if missing:
-        raise CurveFileError(path, f"provenance lacks {missing}")
+        raise ResultsFileError(path, f"provenance lacks {missing}")
+    if table.num_rows == 0:  # every run records its first evaluation, so an empty curve is a broken file
+        raise ResultsFileError(path, "has no rows")
     return table.to_pandas(), record

@@ -11,7 +11,9 @@ class ConfigError(ReprobenchError):
         self.key = key
 
 
-class CurveFileError(ReprobenchError):
+class ResultsFileError(ReprobenchError):
+    """A results file (curve, metrics table, threshold) that is missing, unreadable or not what its reader needs."""
+
     def __init__(self, path, message: str):
-        super().__init__(f"curve file {path}: {message}")
+        super().__init__(f"file {path}: {message}")
         self.path = str(path)

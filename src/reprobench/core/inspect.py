@@ -1,36 +1,79 @@
-"""`reprobench inspect PATH`: which runs are cached, at which scale and variant, with what provenance, and
-(with --config) which runs the config expects but are missing. The caller (the top-level CLI) supplies the
-expected runs of each benchmark from the registry."""
+"""`reprobench inspect PATH`: which results are cached (curves, metrics tables, data, thresholds), at which scale
+and variant, with what provenance, and (with --config) which runs the config expects but are missing.
+
+Every file is checked from its footer as its reader would: a curve file must have its provenance and at least one
+row (a file with another schema is a metrics or data table); a metrics or data table must be Parquet with
+provenance; a JSON file must parse, and a file that
+a benchmark registers a reader for (its grid's READERS, e.g. arith's thresholds) must pass that reader. Temporary
+files left by a killed write (core.atomic) are skipped and counted. The caller (the top-level CLI) supplies the
+expected runs and the readers of each benchmark from the registry.
+"""
 
 from __future__ import annotations
 
 import collections
+import fnmatch
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from reprobench.core.errors import CurveFileError
+from reprobench.core.atomic import is_temporary
+from reprobench.core.errors import ReprobenchError, ResultsFileError
 
 
-def summarise(path: str) -> tuple[dict, list[str]]:
-    """({(paper, experiment, model, scale, variant, status): info}, unreadable files)."""
-    from reprobench.core.curves import read_metadata
+def _describe(path: Path, readers: dict[str, Callable]) -> tuple[str, dict]:
+    """(kind, provenance) of one results file, checked; raises ReprobenchError naming it."""
+    import pyarrow.parquet as pq
 
-    root = Path(path)
-    files = [root] if root.is_file() else sorted(root.rglob("*.parquet"))
-    groups: dict = collections.OrderedDict()
-    bad = []
-    for f in files:
+    from reprobench.core.curves import CURVE_SCHEMA, REQUIRED_FIELDS, read_metadata
+
+    if path.suffix == ".parquet":
+        meta = read_metadata(path)  # the footer only: a paper-scale results folder holds 10^5 files
+        footer = pq.read_metadata(path)
+        kind = "curve" if footer.schema.to_arrow_schema().remove_metadata().equals(CURVE_SCHEMA) else \
+            "data" if meta.get("stage") == "data" else "metrics"
+        missing = [k for k in REQUIRED_FIELDS if k not in meta]
+        if kind == "curve" and missing:
+            raise ResultsFileError(path, f"provenance lacks {missing}")
+        if kind == "curve" and footer.num_rows == 0:
+            raise ResultsFileError(path, "has no rows")
+    else:
         try:
-            meta = read_metadata(f)
-        except CurveFileError as exc:
+            meta = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ResultsFileError(path, f"is not readable JSON ({exc})") from None
+        if not isinstance(meta, dict):
+            raise ResultsFileError(path, "holds no JSON object")
+        kind = str(meta.get("stage", "json"))
+    for pattern, reader in readers.items():
+        if fnmatch.fnmatch(path.resolve().as_posix(), pattern):
+            reader(str(path))
+    return kind, meta
+
+
+def summarise(path: str, readers: dict[str, Callable] | None = None) -> tuple[dict, list[str], int]:
+    """({(kind, paper, experiment, model or stage, scale, variant, status): info}, unreadable files, number of
+    temporary files skipped)."""
+    root = Path(path)
+    files = [root] if root.is_file() else sorted(f for pattern in ("*.parquet", "*.json") for f in root.rglob(pattern))
+    groups: dict = collections.OrderedDict()
+    bad, temporary = [], 0
+    for f in files:
+        if is_temporary(f):
+            temporary += 1
+            continue
+        try:
+            kind, meta = _describe(f, readers or {})
+        except ReprobenchError as exc:
             bad.append(str(exc))
             continue
-        key = (meta.get("paper", "?"), meta.get("experiment", "?"), meta.get("model", meta.get("stage", "?")),
-               meta.get("scale", "?"), meta.get("variant", "?"), meta.get("status", "-"))
+        key = (kind, meta.get("paper", "?"), meta.get("experiment", "-"), meta.get("model", meta.get("stage", "?")),
+               meta.get("scale", "-"), meta.get("variant", "-"), meta.get("status", "-"))
         info = groups.setdefault(key, {"files": 0, "seeds": set(), "commits": set(), "devices": set(),
                                        "versions": set(), "wall_s": 0.0, "last": ""})
         info["files"] += 1
-        if "seed" in meta:
+        if "seed" in meta and kind == "curve":
             info["seeds"].add(meta["seed"])
         info["commits"].add(str(meta.get("git_commit", "?"))[:12])
         info["devices"].add(meta.get("device", "-"))
@@ -38,24 +81,28 @@ def summarise(path: str) -> tuple[dict, list[str]]:
         config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
         # a batched job's wall time is shared by the seeds trained together
         info["wall_s"] += float(meta.get("wall_time_s", 0.0)) / max(1, int(config.get("seeds_in_batch", 1)))
-        info["last"] = max(info["last"], str(meta.get("end", "")))
-    return groups, bad
+        info["last"] = max(info["last"], str(meta.get("end", meta.get("made", ""))))
+    return groups, bad, temporary
 
 
-def run(path: str, expected: dict[str, list[str]], list_missing: int = 10) -> int:
+def run(path: str, expected: dict[str, list[str]], list_missing: int = 10,
+        readers: dict[str, Callable] | None = None) -> int:
     """Print what is cached under `path` and, per benchmark, which of its `expected` curve files are missing.
     Exit status 1 when a file cannot be read."""
-    groups, bad = summarise(path)
-    header = f"{'paper':<18} {'experiment':<12} {'model':<10} {'scale':<6} {'variant':<9} {'status':<9} " \
-             f"{'files':>6} {'seeds':>6} {'run-hours':>9}  commit / device / last written"
+    groups, bad, temporary = summarise(path, readers)
+    header = f"{'kind':<9} {'paper':<18} {'experiment':<12} {'model':<11} {'scale':<6} {'variant':<18} " \
+             f"{'status':<7} {'files':>6} {'seeds':>6} {'run-hours':>9}  commit / device / last written"
     print(header)
     print("-" * len(header))
-    for (paper, experiment, model, scale, variant, status), info in groups.items():
-        print(f"{paper:<18} {experiment:<12} {model:<10} {scale:<6} {variant:<9} {status:<9} {info['files']:>6} "
-              f"{len(info['seeds']):>6} {info['wall_s'] / 3600:>9.3f}  {','.join(sorted(info['commits']))} / "
-              f"{','.join(sorted(info['devices']))} / {info['last']}")
+    for (kind, paper, experiment, model, scale, variant, status), info in groups.items():
+        print(f"{kind:<9} {paper:<18} {experiment:<12} {model:<11} {scale:<6} {variant:<18} {status:<7} "
+              f"{info['files']:>6} {len(info['seeds']):>6} {info['wall_s'] / 3600:>9.3f}  "
+              f"{','.join(sorted(info['commits']))} / {','.join(sorted(map(str, info['devices'])))} / {info['last']}")
     total = sum(i["files"] for i in groups.values())
-    print(f"\n{total} readable Parquet files under {path}")
+    print(f"\n{total} readable results files under {path}")
+    if temporary:
+        print(f"{temporary} temporary files of interrupted writes skipped (the next write of their target removes "
+              "them)")
     for message in bad:
         print(f"UNREADABLE: {message}")
     for benchmark, paths in expected.items():

@@ -117,12 +117,12 @@ def _add_inputs(parser, names) -> None:
 
 def _dataset(path: str, seed: int):
     """The prepared dataset at `path`, which must be the one of `seed`."""
-    from reprobench.core.errors import CurveFileError
+    from reprobench.core.errors import ResultsFileError
     from reprobench.wade import tasks
 
     d = tasks.read(path)
     if d.seed != seed:
-        raise CurveFileError(path, f"holds seed {d.seed}, not the requested seed {seed}")
+        raise ResultsFileError(path, f"holds seed {d.seed}, not the requested seed {seed}")
     return d
 
 
@@ -210,16 +210,17 @@ def cmd_aggregate_imdb(args) -> None:
 
 def cmd_render(args) -> None:
     """One table or figure, named by the subcommand, from the aggregates (or datasets) named on the command line."""
-    from reprobench.core.curves import read_frame, read_metadata, scale_label
-    from reprobench.wade import render, tasks
+    from reprobench.core.curves import read_metadata, scale_label
+    from reprobench.wade import render, summary, tasks
 
     stem = output_stem(args.out, args.formats)
     if args.stage == "table6":
         datasets = {d.task_id: d for d in map(tasks.read, args.data)}
         written = render.table6(datasets, stem, ",".join(sorted({str(read_metadata(p)["scale"]) for p in args.data})))
     else:
-        runs = read_frame(args.runs)[0]
-        mean_curves = read_frame(args.mean_curves)[0] if "mean_curves" in args else None
+        experiment = "imdb" if args.stage in ("table2", "figure2") else "synthetic"
+        runs = summary.read(args.runs, experiment)
+        mean_curves = summary.read(args.mean_curves, f"{experiment}_mean_curves") if "mean_curves" in args else None
         scale = scale_label(runs)
         written = {
             "table2": lambda: render.table2(runs, stem),
@@ -234,12 +235,11 @@ def cmd_render(args) -> None:
 
 def cmd_compare(args) -> None:
     from reprobench.core import compare
-    from reprobench.core.curves import read_frame
-    from reprobench.wade import render
+    from reprobench.wade import render, summary
 
-    runs, mean_curves = read_frame(args.runs)[0], read_frame(args.mean_curves)[0]
+    runs, mean_curves = summary.read(args.runs, "synthetic"), summary.read(args.mean_curves, "synthetic_mean_curves")
     rows = render.comparison(runs, render.accuracy_frame(runs, mean_curves))
-    rows += render.imdb_comparison(read_frame(args.imdb_runs)[0])
+    rows += render.imdb_comparison(summary.read(args.imdb_runs, "imdb"))
     out = output_stem(args.out, args.formats) + ".csv"
     frame = compare.write(rows, out)
     log(f"wrote {out}: {len(frame)} rows, {int(frame['within'].eq(True).sum())} within")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reprobench.core.benchmark import Product, Targets
+from reprobench.core.errors import ConfigError
 
 TASK_IDS = tuple(range(1, 11))  # the paper's ten tasks (wade.tasks.TASKS)
 IMDB_MODELS = ("rnn", "lstm", "gru", "transformer", "linear")  # Table 2's models (wade.imdb_models builds them)
@@ -84,7 +85,21 @@ class Grid:
 
     # --- the registry's interface (reprobench.benchmarks) -------------------------------------------------------
     def check(self) -> None:
-        """Nothing beyond the schema (tasks, rules and models are enumerated there)."""
+        """What the schema cannot say: each human session file exists and is a WADE human session (Snakemake would
+        otherwise ignore a missing one while Table 4 is up to date, and fail late on a foreign one)."""
+        from reprobench.core.curves import read_metadata
+        from reprobench.core.errors import ReprobenchError
+        from reprobench.wade import PAPER
+
+        for path in self.cfg.get("human_sessions") or []:
+            try:
+                meta = read_metadata(path)
+            except ReprobenchError as exc:
+                raise ConfigError("wade.human_sessions", str(exc)) from None
+            if (meta.get("paper"), meta.get("experiment")) != (PAPER.id, "human"):
+                raise ConfigError("wade.human_sessions", f"file {path} is not a WADE human session (it is a "
+                                  f"'{meta.get('experiment', meta.get('stage'))}' file of {meta.get('paper')}); "
+                                  "record one with `reprobench wade human`")
 
     def expected_curves(self) -> list[str]:
         return self.synthetic_curves() + self.imdb_curves()

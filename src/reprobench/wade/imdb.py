@@ -37,6 +37,7 @@ def extract(archive: str | os.PathLike, dest: str | os.PathLike) -> Path:
                        (m.isdir() or m.name.endswith(".txt"))]
             tar.extractall(tmp, members=members, filter="data")
     except (tarfile.TarError, OSError) as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise ReprobenchError(f"cannot extract {archive}: {exc}") from None
     os.replace(tmp / "aclImdb", root)
     shutil.rmtree(tmp, ignore_errors=True)

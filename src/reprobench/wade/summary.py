@@ -43,6 +43,21 @@ def default_items_per_sequence(task_id: int, seed: int = 0) -> float:
         np.random.set_state(state[1])
 
 
+# What the tables, figures and comparison read from each aggregate (the aggregate functions below write them).
+COLUMNS = {
+    "synthetic": ("task", "task_name", "model", "config", "seed", "variant", "wade", "max_accuracy",
+                  "final_accuracy", "scale"),
+    "synthetic_mean_curves": ("task", "model", "config", "step", "sequences", "mean", "std", "n"),
+    "imdb": ("model", "seed", "variant", "wade_x100", "max_accuracy", "synthetic", "scale"),
+    "imdb_mean_curves": ("model", "step", "examples", "mean", "std", "n"),
+}
+
+
+def read(path: str, kind: str) -> pd.DataFrame:
+    """One aggregate (a key of COLUMNS); a clear error names a file that is not one."""
+    return curves.read_frame(path, COLUMNS[kind])[0]
+
+
 def mean_curve(curves: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(mean, std) across runs, each run truncated to the shortest, as the reference's notebooks did."""
     length = min(len(c) for c in curves)
