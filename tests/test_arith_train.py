@@ -81,7 +81,7 @@ def test_resume_from_checkpoint_equals_uninterrupted(tmp_path, monkeypatch):
     with killed_after_optimizer_steps(monkeypatch, 151):
         trainer.train(SETTING, [0, 1], CFG, "cpu", checkpoint=str(ckpt), checkpoint_every_s=0, progress=False)
     assert ckpt.exists()
-    assert torch.load(ckpt, weights_only=False)["state"]["step"] == 151
+    assert torch.load(ckpt, weights_only=True)["state"]["step"] == 151
     resumed, _ = trainer.train(SETTING, [0, 1], CFG, "cpu", checkpoint=str(ckpt), progress=False)
     assert resumed == full
 
@@ -128,3 +128,44 @@ def test_resume_keeps_a_nan_seen_just_before_the_checkpoint(tmp_path, monkeypatc
         assert {k: v for k, v in resumed[seed].items() if k != "value"} == \
             {k: v for k, v in full[seed].items() if k != "value"}
         np.testing.assert_array_equal(resumed[seed]["value"], full[seed]["value"])
+
+
+def test_a_training_process_killed_by_sigkill_resumes_to_the_same_curves(tmp_path):
+    """The real thing: `reprobench arith train` killed with SIGKILL after a checkpoint (no handler runs), then run
+    again, writes the curves an uninterrupted process writes."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from reprobench.core.curves import read_curve
+
+    def command(out, checkpoint):
+        return [sys.executable, "-m", "reprobench", "arith", "train",
+                *[a for k, v in SETTING_CLI.items() for a in (k, v)],
+                "--seeds", "0", "1", "--outputs", str(out / "s0.parquet"), str(out / "s1.parquet"),
+                "--iterations", "1500", "--batch-size", "128", "--learning-rate", "0.001", "--eval-every", "100",
+                "--validation-size", "500", "--test-size", "500", "--device", "cpu", "--threads", "1",
+                "--scale", "small", "--checkpoint", str(checkpoint), "--checkpoint-minutes", "0.0001"]
+
+    subprocess.run(command(tmp_path / "full", tmp_path / "full.pt"), check=True, capture_output=True)
+    ckpt = tmp_path / "killed.pt"
+    proc = subprocess.Popen(command(tmp_path / "killed", ckpt), stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not ckpt.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL, "the run ended before it was killed; give it more iterations"
+    assert ckpt.exists() and not (tmp_path / "killed").exists()
+    subprocess.run(command(tmp_path / "killed", ckpt), check=True, capture_output=True)
+    for seed in (0, 1):
+        full, _ = read_curve(tmp_path / "full" / f"s{seed}.parquet")
+        resumed, _ = read_curve(tmp_path / "killed" / f"s{seed}.parquet")
+        assert full.equals(resumed)
+    assert not ckpt.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["full", "killed"]
+
+
+SETTING_CLI = {"--experiment": "operations", "--model": "nalu", "--operation": "mul", "--input-size": "20",
+               "--hidden-size": "2", "--overlap": "0.5", "--subset": "0.25", "--interpolation": "1_2",
+               "--extrapolation": "2_6"}

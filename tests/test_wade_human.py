@@ -65,6 +65,6 @@ def test_human_sessions_are_checked_when_the_config_is_loaded(tmp_path):
     for path, words in ((tmp_path / "nothere.parquet", "nothere.parquet: does not exist"),
                         (foreign, "arith-seed=0.parquet is not a WADE human session (it is a 'operations' file of "
                                   "madsen2019-arith)")):
-        with pytest.raises(ConfigError, match=re.escape(f"config key 'wade.human_sessions': ") + ".*" +
+        with pytest.raises(ConfigError, match=re.escape("config key 'wade.human_sessions': ") + ".*" +
                            re.escape(words)):
             benchmarks.grid("wade", {**section, "human_sessions": [str(path)]})

@@ -9,16 +9,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from reprobench import benchmarks
 from reprobench.core.errors import ReprobenchError
 
+SCHEMAS = Path(__file__).resolve().parents[2] / "workflow" / "schemas"  # in a checkout (the README's install)
+
 
 def cmd_inspect(args) -> int:
-    from reprobench.core import inspect
+    from reprobench.core import inspect, schema
     from reprobench.core.config import load
 
     config = load(args.config) if args.config else {}
+    for key in benchmarks.KEYS:  # as the workflow does: defaults filled, one short message per error
+        if key in config and (SCHEMAS / f"{key}.schema.yaml").exists():
+            schema.validate(config[key], SCHEMAS / f"{key}.schema.yaml", key)
     expected = {key: benchmarks.grid(key, config[key]).expected_curves() for key in benchmarks.KEYS if key in config}
     readers = {pattern: read for key in benchmarks.KEYS for pattern, read in benchmarks.readers(key).items()}
     return inspect.run(args.path, expected, args.list_missing, readers)

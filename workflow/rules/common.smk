@@ -6,8 +6,6 @@
 import os
 import sys
 
-from snakemake.utils import validate
-
 SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
 # Jobs (local, conda or Slurm) import the package from this checkout, with the interpreter that runs Snakemake
@@ -22,12 +20,18 @@ envvars:
 
 
 from reprobench import benchmarks  # noqa: E402
+from reprobench.core import schema  # noqa: E402
 from reprobench.core.errors import ConfigError  # noqa: E402
 
 ENV = "../../envs/reprobench.yaml"
 CAPTION = "../report/caption.rst"  # one template: each product's caption param, the scale and the variant
 
-validate(config, schema="../schemas/config.schema.yaml")
+SCHEMAS = os.path.join(workflow.basedir, "workflow", "schemas")
+# core.schema.validate, not snakemake.utils.validate: one short line per error (key path, value, what is allowed)
+try:
+    schema.validate(config, os.path.join(SCHEMAS, "config.schema.yaml"), None)
+except ConfigError as exc:
+    raise WorkflowError(str(exc)) from None
 for key in config:
     if key not in ("scale", "device", "threads") and key not in benchmarks.KEYS:
         raise WorkflowError(
@@ -44,11 +48,11 @@ def load_benchmark(key):
     if key not in config:
         raise WorkflowError(f"config key '{key}': the benchmark's section is missing (see config.yaml)")
     try:
-        validate(config[key], schema=f"../schemas/{key}.schema.yaml")
+        schema.validate(config[key], os.path.join(SCHEMAS, f"{key}.schema.yaml"), key)
         GRIDS[key] = benchmarks.grid(key, config[key])
         return GRIDS[key]
-    except (WorkflowError, ConfigError) as exc:
-        raise WorkflowError(f"config section '{key}': {exc}") from None
+    except ConfigError as exc:  # its message names the key path
+        raise WorkflowError(str(exc)) from None
 
 
 def reported(key, product):

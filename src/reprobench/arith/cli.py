@@ -66,7 +66,8 @@ def cmd_threshold(args) -> None:
 
     values = thresholds(args.operation, int(args.input_size), float(args.subset), float(args.overlap),
                         parse_range(args.extrapolation), args.samples, args.epsilon, args.seed)
-    record = {"paper": PAPER.id, "stage": "threshold", "operation": args.operation, "input_size": int(args.input_size), "subset": float(args.subset),
+    record = {"paper": PAPER.id, "stage": "threshold", "operation": args.operation,
+              "input_size": int(args.input_size), "subset": float(args.subset),
               "overlap": float(args.overlap), "extrapolation": args.extrapolation, "samples": args.samples,
               "epsilon": args.epsilon, "seed": args.seed, "thresholds": values, "made": now(), **base_record()}
     write_text(args.out, json.dumps(record, indent=1, sort_keys=True) + "\n")

@@ -6,6 +6,7 @@ error is one line: the dotted key path, what is allowed in plain words, and the 
 """
 
 import copy
+from itertools import groupby
 from pathlib import Path
 
 import yaml
@@ -17,6 +18,7 @@ NOUNS = {"integer": ("an integer", "integers"), "number": ("a number", "numbers"
          "boolean": ("true or false", "booleans"), "array": ("a list", "lists"), "object": ("a mapping", "mappings"),
          "null": ("null", "nulls")}
 COMPARISONS = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
+MAX_LINES = 10  # errors listed in one message
 PROPERTIES = Draft202012Validator.VALIDATORS["properties"]
 
 
@@ -43,22 +45,24 @@ def validate(data: dict, schema_path, key: str | None) -> dict:
     found = {(tuple(path), text) for error in checker.iter_errors(data) for path, text in _explain(error, root)}
     if not found:
         return data
-    lines = [(_dotted(key, path), text) for path, text in sorted(found, key=_order)]
+    # sorted by path (indices numerically, before names at the same place), then message: deterministic
+    lines = [(_dotted(key, path), text) for path, text in
+             sorted(found, key=lambda item: ([(isinstance(part, str), part) for part in item[0]], item[1]))]
     if len(lines) == 1:
         raise ConfigError(*lines[0])
-    raise ConfigError(key or "(top level)", f"{len(lines)} errors:\n" + "\n".join(f"  {p}: {t}" for p, t in lines))
+    shown = [f"  {path}: {text}" for path, text in lines[:MAX_LINES]]  # e.g. each of 300 items out of range
+    more = [f"  ... and {len(lines) - MAX_LINES} more"] if len(lines) > MAX_LINES else []
+    raise ConfigError(key or "(top level)", "\n".join([f"{len(lines)} errors:", *shown, *more]))
 
 
 def _explain(error, root) -> list[tuple[tuple, str]]:
     """(path, message) of each problem behind one jsonschema error."""
     path = tuple(error.absolute_path)
     if error.validator in ("oneOf", "anyOf") and error.context:
-        branches = {}
-        for sub in error.context:
-            branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+        branches = [list(errors) for _, errors in groupby(error.context, lambda e: e.relative_schema_path[0])]
         # The branches whose type the value has (no type error at the value itself) tell what is wrong with it;
         # when none has, say what each branch allows instead of "not valid under any of the given schemas".
-        fitting = [errors for errors in branches.values()
+        fitting = [errors for errors in branches
                    if not any(e.validator == "type" and not e.relative_path for e in errors)]
         if fitting:
             return [found for errors in fitting for e in errors for found in _explain(e, root)]
@@ -71,12 +75,11 @@ def _explain(error, root) -> list[tuple[tuple, str]]:
         known = list(error.schema.get("properties", {}))
         return [(path + (name,), f"unknown key (allowed: {', '.join(known)})") for name in error.instance
                 if name not in known]
-    got = f", got {_short(error.instance)}"
-    if "propertyNames" in error.schema_path:  # the instance is a key of the mapping at `path`, not a value
-        got = f" (key {_short(error.instance)})"
-    text = _allowed(error)
-    if text is None:
+    text, got = _allowed(error), f", got {_short(error.instance)}"
+    if text is None:  # a keyword these schemas do not use: jsonschema's own words
         text, got = error.message[:120], ""
+    elif "propertyNames" in error.schema_path:  # the instance is a key of the mapping at `path`, not a value
+        text, got = f"key {_short(error.instance)} {text}", ""
     description = error.schema.get("description", "") if isinstance(error.schema, dict) else ""
     return [(path, f"{text}{got}" + (f" ({description})" if description and len(description) <= 60 else ""))]
 
@@ -133,8 +136,3 @@ def _short(value) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
-
-def _order(found):
-    """Sort by path (indices numerically, before names at the same place), then message."""
-    path, text = found
-    return [(isinstance(part, str), part) for part in path], text
