@@ -124,3 +124,33 @@ def test_import_contract_catches_core_importing_a_benchmark(tmp_path):
     proc = run(BIN / "lint-imports", "--config", ROOT / "pyproject.toml", cwd=tmp_path, env=env)
     assert proc.returncode != 0 and "reprobench.core.leak -> reprobench.wade" in proc.stdout, proc.stdout
     assert importlib.util.find_spec("reprobench").origin.startswith(str(ROOT))  # the real package is untouched
+
+
+RULE_WILDCARDS = """
+import json, sys
+from pathlib import Path
+from snakemake.api import SnakemakeApi
+from snakemake.settings.types import ResourceSettings
+with SnakemakeApi() as api:
+    workflow = api.workflow(resource_settings=ResourceSettings(cores=1), snakefile=Path(sys.argv[1]),
+                            workdir=Path.cwd())._workflow
+    print(json.dumps({rule.name: [sorted(rule.wildcard_names), {k: str(v) for k, v in
+                                  (rule.wildcard_constraints or {}).items()}] for rule in workflow.rules}))
+"""
+
+
+def test_every_wildcard_of_every_rule_is_constrained_to_shell_safe_values(workdir):
+    """A wildcard value reaches a shell command: each one is constrained per rule, and no constraint admits a
+    character the shell would act on (every value is also quoted with :q)."""
+    import json
+    import re
+
+    proc = subprocess.run([sys.executable, "-c", RULE_WILDCARDS, str(ROOT / "Snakefile")], cwd=workdir,
+                          capture_output=True, text=True, check=True)
+    rules = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert sum(bool(names) for names, _ in rules.values()) >= 8
+    for rule, (names, constraints) in rules.items():
+        for name in names:
+            assert name in constraints, f"rule {rule}: wildcard {name} has no constraint"
+            for value in ("lstm;touch x", "a b", "$(id)", "`id`", "x'y", "a|b>c", "../x", "x\ny", ""):
+                assert not re.fullmatch(constraints[name], value), (rule, name, value)
