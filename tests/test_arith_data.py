@@ -80,3 +80,23 @@ def test_training_stream_is_uniform_and_independent_of_the_batch():
     # A fixed value: the stream is part of the results' definition and must not change silently.
     assert data.uniform_stream(keys[:1], 0, 1, 1, 0.0, 1.0).item() == pytest.approx(
         data.uniform_stream(keys[:1], 0, 1, 1, 0.0, 1.0).item())
+
+
+def test_evaluation_sets_are_the_first_draw_of_the_reference_forks():
+    """The reference's validation and test sets are RandomState(43953907 / 8689336).uniform(low, high, (10000, n)),
+    the first draw of each fork: ours are bitwise the same (values pinned from numpy's Mersenne Twister)."""
+    import torch
+
+    from reprobench.arith.grid import Setting
+    from reprobench.arith.train import SeedBatch, TrainConfig
+
+    setting = Setting("operations", "nalu", "mul", 100, 2, 0.5, 0.25, (1.0, 2.0), (2.0, 6.0))
+    cfg = TrainConfig(iterations=1, batch_size=128, learning_rate=1e-3, eval_every=1, validation_size=10000,
+                      test_size=10000, dtype="float64")
+    sets = SeedBatch(setting, [0], cfg, torch.device("cpu")).eval_sets
+    valid, test = sets["valid"][0].numpy(), sets["test"][0].numpy()
+    assert valid.shape == test.shape == (10000, 100)
+    assert valid[0, :3].tolist() == [1.918094871979068, 1.8816526295251337, 1.9913438312197442]
+    assert valid[9999, 99] == 1.5729783334618144
+    assert test[0, :3].tolist() == [4.133045678987395, 3.2642050691588915, 3.878856131217955]
+    assert test[9999, 99] == 4.235357623058612

@@ -47,3 +47,27 @@ def test_group_statistics_counts_crashes_as_failures():
     assert g["n_runs"] == 4 and g["n_solved"] == 3 and g["n_crashed"] == 1 and g["success"] == 0.75
     assert g["solved_at_median"] == 2000 and math.isclose(g["solved_at_mean"], 2000)
     assert g["sparsity_error"] < 0.08  # faithful: about half of the mean 0.11
+
+
+def test_a_nan_on_an_evaluation_pass_ends_the_faithful_run_there():
+    """NALU overflowing on the extrapolation set at step 1000 but recovering: the reference's NaN check on every
+    forward pass ended the run at step 1000 (a failure); corrected judges the whole curve."""
+    c = curve(STEPS, [5, 4, 3, 0.01, 0.02], [1, float("nan"), 1, 0.01, 0.01], [0.1] * 5)
+    faithful = summarise_run(c, threshold=0.1, variant="faithful", window=2)
+    assert faithful["nan_at"] == 1000 and faithful["n_evals"] == 2 and not faithful["solved"]
+    assert math.isnan(faithful["solved_at"])
+    corrected = summarise_run(c, threshold=0.1, variant="corrected", window=2)
+    assert corrected["solved"] and corrected["best_step"] == 3000 and corrected["solved_at"] == 3000
+
+
+def test_the_published_parameters_figure_has_nalu_at_zero_where_the_figure_draws_it():
+    from reprobench.arith import published
+
+    fig = published.parameters_figure()
+    nalu = fig[fig["model"] == "nalu"]
+    assert len(fig) == 51 + 25 and len(nalu) == 13 + 25
+    for experiment, values in (("hidden_size", range(2, 11)), ("overlap", (0, 0.1, 0.25, 0.5, 0.75, 1)),
+                               ("input_size", range(75, 301, 25))):
+        got = nalu[nalu["experiment"] == experiment].set_index("value")["success_rate"]
+        got = got[got.index.astype(float) >= min(values)]  # input sizes 4-50 are not at 0
+        assert sorted(got.index, key=float) == [f"{v:g}" for v in values] and (got == 0).all(), experiment

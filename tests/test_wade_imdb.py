@@ -123,6 +123,9 @@ def test_models_shapes_init_and_padding_in_the_transformer_mean():
     linear = imdb_models.build("linear", 400)
     assert linear.out.weight.abs().max() <= np.sqrt(1 / 400) / 100
     tf = imdb_models.build("transformer", 20).eval()
+    # the reference's init_weights: embedding and decoder U(-0.1, 0.1), decoder bias 0 (not PyTorch's N(0, 1))
+    assert tf.embed.weight.abs().max() <= 0.1 and tf.embed.weight.std() < 0.07 and tf.out.weight.abs().max() <= 0.1
+    assert torch.all(tf.out.bias == 0)
     short = tf(tokens[:1, :3], lengths[:1])
     assert not torch.allclose(short, tf(tokens[:1], lengths[:1]))  # padding changes the mean, as released
     rnn = imdb_models.build("lstm", 20).eval()

@@ -49,3 +49,30 @@ def test_imdb_and_human_conventions():
     streak = [0, 0.2, 0.4, 0.6, 0.8, 1.0]
     expected = sum(a / t for a, t in zip([0.2, 0.4, 0.6, 0.8, 1.0], [2, 3, 4, 5, 6])) / 3.0
     assert metric.wade(streak, human) == pytest.approx(expected)
+
+
+def test_imdb_linear_smoothing_is_the_recursive_ewma_of_the_reference():
+    """y[t] = (9/11) y[t-1] + (2/11) x[t]: the reference's values, by hand (pandas' default adjust=True would
+    give 0.500, 0.555, 0.613, 0.675)."""
+    got = metric.ewma(np.array([0.5, 0.6, 0.7, 0.8]))
+    expected = [0.5, 0.5 * 9 / 11 + 0.6 * 2 / 11]
+    expected += [expected[-1] * 9 / 11 + 0.7 * 2 / 11]
+    expected += [expected[-1] * 9 / 11 + 0.8 * 2 / 11]
+    assert got == pytest.approx(expected, abs=1e-15)
+    assert np.round(got, 3).tolist() == [0.5, 0.518, 0.551, 0.596]
+
+
+def test_faithful_imdb_linear_max_accuracy_is_that_of_the_smoothed_curve(tmp_path):
+    from reprobench.core import curves
+    from reprobench.wade.summary import aggregate_imdb
+
+    acc = [0.5, 0.9, 0.6, 0.6]
+    for model in ("linear", "lstm"):
+        rows = curves.series_rows(0, [("test", "accuracy", acc), ("train", "examples", [8, 408, 808, 1208])])
+        curves.write_curve(rows, tmp_path / f"{model}.parquet", curves.provenance(
+            paper="cisneros2022-wade", experiment="imdb", model=model, setting={"synthetic": True}, seed=0,
+            scale="small", variant="all", config={}, device="cpu", wall_time_s=0, start="", end=""))
+    runs, _ = aggregate_imdb([str(tmp_path / "linear.parquet"), str(tmp_path / "lstm.parquet")])
+    best = runs.set_index(["model", "variant"])["max_accuracy"]
+    assert best["linear", "faithful"] == pytest.approx(metric.ewma(np.array(acc)).max())  # 0.5727
+    assert best["linear", "corrected"] == best["lstm", "faithful"] == 0.9

@@ -34,10 +34,24 @@ GROUP_COLUMNS = GROUP_KEYS + ["variant", "n_runs", "n_solved", "success", "succe
                               "sparsity_error", "sparsity_low", "sparsity_high", "scale"]
 
 
+def nan_step(curve: pd.DataFrame) -> float:
+    """The first evaluated step at which a recorded value (a forward pass on the training batch, the interpolation
+    or the extrapolation set, or the weights) is NaN; NaN if none."""
+    steps = curve.loc[curve["value"].isna(), "step"]
+    return float(steps.min()) if len(steps) else math.nan
+
+
 def summarise_run(curve: pd.DataFrame, threshold: float, variant: str, window: int) -> dict:
+    """Model selection and success of one run. Faithful: the reference checks every forward pass for NaN,
+    evaluations included, and ends the run at the first one (specs/arith.md section 3, "Crashes"; DEVIATIONS B7),
+    so the curve is cut after the first evaluation holding a NaN, as its partial log was. Corrected: the run is
+    judged on its whole curve (an overflow on the extrapolation set does not stop training)."""
+    ended = nan_step(curve)
+    if variant == "faithful" and not math.isnan(ended):
+        curve = curve[curve["step"] <= ended]
     wide = curve[curve["split"].isin(["valid", "test", "weights"])].pivot_table(
         index="step", columns="split", values="value", aggfunc="first", dropna=False).sort_index()
-    out = {"n_evals": len(wide), "best_step": math.nan, "valid_at_best": math.nan, "test_at_best": math.nan,
+    out = {"nan_at": ended, "n_evals": len(wide), "best_step": math.nan, "valid_at_best": math.nan, "test_at_best": math.nan,
            "sparsity_at_best": math.nan, "solved": False, "solved_at": math.nan}
     if wide.empty:
         return out
@@ -93,12 +107,13 @@ def aggregate(paths: list[str], experiment: str, window: int) -> pd.DataFrame:
             thresholds[tpath] = read_thresholds(tpath)
         for variant in VARIANTS:
             threshold = thresholds[tpath][variant]
+            run = summarise_run(frame, threshold, variant, window)
+            # a training NaN ends the run in both variants; a NaN on an evaluation pass, in the faithful one
+            crashed = record.get("status") == "nan" or (variant == "faithful" and not math.isnan(run["nan_at"]))
             rows.append({**setting.keys(), "input_size": setting.input_size, "hidden_size": setting.hidden_size,
                          "overlap": setting.overlap, "subset": setting.subset, "seed": int(record["seed"]),
-                         "variant": variant, "threshold": threshold,
-                         **summarise_run(frame, threshold, variant, window),
-                         "crashed": record.get("status") == "nan", "iterations": int(record["config"]["iterations"]),
-                         "scale": record["scale"], "source": path})
+                         "variant": variant, "threshold": threshold, **run, "crashed": crashed,
+                         "iterations": int(record["config"]["iterations"]), "scale": record["scale"], "source": path})
         bar.update(1)
     bar.close()
     return pd.DataFrame(rows)

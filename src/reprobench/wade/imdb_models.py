@@ -53,6 +53,11 @@ class TransformerClassifier(nn.Module):
         layer = nn.TransformerEncoderLayer(d_model, heads, feedforward, dropout, batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
         self.out = nn.Linear(d_model, 2)
+        # the reference's TransformerModel.init_weights (as the synthetic tasks' model): PyTorch's default N(0, 1)
+        # embedding would be about std 11 after the sqrt(d) scaling and swamp the positional encoding
+        nn.init.uniform_(self.embed.weight, -0.1, 0.1)
+        nn.init.uniform_(self.out.weight, -0.1, 0.1)
+        nn.init.zeros_(self.out.bias)
 
     def forward(self, tokens, lengths):
         x = self.position(self.embed(tokens) * math.sqrt(self.d_model))

@@ -25,10 +25,12 @@ class Convention:
 
 
 def ewma(x: np.ndarray, window: int = 10) -> np.ndarray:
-    """pandas' ewm(span=window).mean(), used by the reference on the IMDB Linear model's curve before WADE."""
+    """The reference's smoothing of the IMDB Linear model's curve before WADE: the recursive exponential moving
+    average y[0] = x[0], y[t] = (1 - a) y[t-1] + a x[t] with a = 2 / (window + 1), i.e. pandas'
+    ewm(span=window, adjust=False) (pandas' default adjust=True weights early points differently)."""
     import pandas as pd
 
-    return pd.Series(x).ewm(span=window).mean().to_numpy()
+    return pd.Series(x, dtype=float).ewm(span=window, adjust=False).mean().to_numpy()
 
 
 def synthetic_convention() -> Convention:
