@@ -32,4 +32,5 @@ rule all:
     default_target: True
     input:
         "results/report.md",
+        "results/reproduction.md",
         get_all_targets(),

@@ -13,7 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
+import yaml
 
+from conftest import ROOT
 from reprobench.core import compare, curves, tables
 from reprobench.core.errors import ResultsFileError
 
@@ -141,17 +143,15 @@ def test_inspect_lists_runs_and_missing(tmp_path, monkeypatch):
     assert sum(i["files"] for i in groups.values()) == 1 and len(bad) == 1 and "broken.parquet" in bad[0]
     assert temporary == 0
     cfg = tmp_path / "c.yaml"
-    cfg.write_text(json.dumps({"arith": {"eval_every": 1, "dataset": {"input_size": 10, "hidden_size": 2,
-                                                                      "overlap": 0.5, "subset": 0.25,
-                                                                      "interpolation": [1, 2], "extrapolation": [2, 6]},
-                                         "operations": {"seeds": 2, "iterations": 1, "cells": {"add": ["nac_add"]}},
-                                         "sweeps": {"seeds": 1, "iterations": 1, "operation": "mul", "models": [],
-                                                    "input_size": [], "hidden_size": [], "overlap": [], "subset": [],
-                                                    "range": []}}}))
+    arith = yaml.safe_load((ROOT / "config.yaml").read_text())["arith"]
+    arith["operations"].update(seeds=2, cells={"add": ["nac_add"]})
+    arith["sweeps"].update(seeds=1, models=["nac_mul"], input_size=[10], hidden_size=[2], overlap=[0.5],
+                           subset=[0.25], range=arith["sweeps"]["range"][:1])
+    cfg.write_text(yaml.safe_dump({"arith": arith}))
     monkeypatch.chdir(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "reprobench", "inspect", "results", "--config", str(cfg)],
                           capture_output=True, text=True)
-    assert "config expects 2 curve files; 0 present, 2 missing" in proc.stdout
+    assert "config expects 7 curve files; 0 present, 7 missing" in proc.stdout  # 2 seeds + 5 sweeps
     assert "UNREADABLE" in proc.stdout and proc.returncode == 1
 
 
@@ -309,3 +309,44 @@ def test_threshold_files_are_checked_by_their_reader(tmp_path):
         thresholds.read(str(path))
     with pytest.raises(ResultsFileError, match="nothere.json: does not exist"):
         thresholds.read(str(tmp_path / "nothere.json"))
+
+
+def test_a_verdict_is_informative_only_where_it_could_have_failed():
+    I = compare.Interval  # noqa: E741
+    published = I(0.31, 0.23, 0.41)  # width 0.18
+    two_seeds = compare.row(benchmark="b", result="t", row="r", metric="m", published=published,
+                            reproduced=I(0.5, 0.09, 0.91), n_runs=2, scale="small", variant="faithful")
+    assert two_seeds["within"] is True and two_seeds["informative"] is False
+    fifty = dict(benchmark="b", result="t", row="r", metric="m", published=published, n_runs=50, scale="cpu",
+                 variant="faithful")
+    assert compare.row(reproduced=I(0.3, 0.19, 0.45), **fifty)["informative"] is True  # 0.26 <= 2 x 0.18
+    assert compare.row(reproduced=I(0.3, 0.05, 0.45), **fifty)["informative"] is False  # 0.40 > 0.36
+    assert compare.row(reproduced=I(0.3, 0.19, 0.45), comparable=False, **fifty)["informative"] is False
+    # a figure value: the published spread is given as a width
+    figure = compare.row(benchmark="b", result="f", row="r", metric="success", published=I(0.24),
+                         reproduced=I(0.2, 0.1, 0.32), n_runs=10, scale="cpu", variant="faithful", tolerance=0.02,
+                         published_width=0.24)
+    assert figure["within"] is True and figure["informative"] is True
+    assert compare.deviation([("t", "1/*", "*", "corrected", "W2")], "t", "1/LSTM", "wade", "corrected") == "W2"
+    assert compare.deviation([("t", "1/*", "*", "corrected", "W2")], "t", "1/LSTM", "wade", "faithful") == ""
+
+
+def test_reproduction_summary_counts_and_explains_every_miss(tmp_path):
+    from reprobench.core import reproduction
+
+    I = compare.Interval  # noqa: E741
+    common = dict(benchmark="arith", result="operations", metric="success", scale="cpu", variant="faithful")
+    rows = [compare.row(row="a", published=I(0.3, 0.2, 0.4), reproduced=I(0.3, 0.25, 0.35), n_runs=10, **common),
+            compare.row(row="b", published=I(0.3, 0.2, 0.4), reproduced=I(0.9, 0.85, 0.95), n_runs=10, **common),
+            compare.row(row="c", published=I(0.3, 0.2, 0.4), reproduced=I(0.9, 0.85, 0.95), n_runs=10,
+                        deviation="B5", **common),
+            compare.row(row="d", published=I(0.3, 0.2, 0.4), reproduced=I(0.9, 0.5, 1.0), n_runs=2, **common),
+            compare.row(row="e", published=I(2e6), reproduced=I(3e6), n_runs=10, **common)]
+    path = tmp_path / "results/arith/comparison.csv"
+    compare.write(rows, str(path))
+    reproduction.write(str(tmp_path / "r.md"), {"arith": ("Title", "Cite")}, [str(path)])
+    text = (tmp_path / "r.md").read_text()
+    assert ("5 published numbers compared; 1 within the published spread, of which 1 informative (of 3 informative "
+            "verdicts); 3 outside: 1 by a documented deviation, 1 not informative, 1 unexplained.") in text
+    assert "| operations | faithful | 5 | 1 | 3 | 1 | 1 | 1 | 1 | 1 |" in text
+    assert "operations b success (faithful)" in text and "UNEXPLAINED" in text and "documented deviation B5" in text

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, run_snakemake, tiny, write_config
+from reprobench.core import reproduction
 from reprobench.core.curves import read_curve
 
 SNAKEFILE = str(ROOT / "Snakefile")
@@ -39,7 +40,8 @@ def test_default_config_plans_every_run_of_the_small_grid(workdir):
         assert re.search(rf"{rule}\s+{jobs}\b", out), rule
     # one rule per table and figure, each run once
     for rule in ("arith_table", "arith_figure", "arith_compare", "wade_table2", "wade_table4", "wade_table5",
-                 "wade_table6", "wade_figure1", "wade_figure2", "wade_figure3", "wade_compare", "report"):
+                 "wade_table6", "wade_figure1", "wade_figure2", "wade_figure3", "wade_compare", "report",
+                 "reproduction"):
         assert re.search(rf"^{rule}\s+1$", out, re.MULTILINE), rule
 
 
@@ -158,6 +160,12 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
     assert "SYNTHETIC STAND-IN, NOT IMDB" in (results / "wade/tables/table2_imdb.md").read_text()
     assert (results / "wade/figures/figure2_imdb_curves.pdf").stat().st_size > 0
     assert "synthetic data" in set(wade_comparison[wade_comparison["result"] == "table2"]["scale"]).pop()
+    # 2 runs per number: no verdict is informative; every miss says why
+    assert not comparison["informative"].any() and not wade_comparison["informative"].any()
+    summary = (results / "reproduction.md").read_text()
+    assert "## arith:" in summary and "## wade:" in summary and "UNEXPLAINED" not in summary
+    compared = len(comparison)
+    assert f"{compared} published numbers compared" in summary
     # Curves: one file per seed, readable, with provenance, hive-readable as one dataset.
     wade_curves = list((results / "wade/curves").rglob("*.parquet"))
     assert len(wade_curves) == 2 * 2 * (2 + 1 + 4) + 2 * 2  # tasks x seeds x (2 rules, ESN, 4 trained) + IMDB
@@ -228,6 +236,9 @@ def results_differences(a: Path, b: Path) -> list[str]:
             first, second = ({k: v for k, v in json.loads((d / rel).read_text()).items() if k not in PROVENANCE}
                              for d in (a, b))
             same = first == second
+        elif rel.name == "reproduction.md":  # names the time and place it was made
+            same = reproduction.without_provenance((a / rel).read_text()) == \
+                reproduction.without_provenance((b / rel).read_text())
         else:
             same = (a / rel).read_bytes() == (b / rel).read_bytes()
         if not same:

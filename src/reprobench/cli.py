@@ -2,6 +2,7 @@
 
     reprobench inspect PATH [--config config.yaml]     summarise cached Parquet files, list missing runs
     reprobench report --out results/report.md ...      the Markdown report over all benchmarks
+    reprobench reproduction --out ... --comparisons ...  what was reproduced, with every miss explained
     reprobench <key> <stage> ...                       one benchmark's stages (`reprobench <key> -h`)
 """
 
@@ -37,6 +38,13 @@ def cmd_report(args) -> None:
     report.write(args.out, headings, args.tables, args.figures, args.comparisons)
 
 
+def cmd_reproduction(args) -> None:
+    from reprobench.core import reproduction
+
+    headings = {key: (benchmarks.paper(key).title, benchmarks.paper(key).citation) for key in benchmarks.KEYS}
+    reproduction.write(args.out, headings, args.comparisons)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="reprobench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -55,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--figures", nargs="*", default=[], help="PNG figures (results/<key>/figures/*.png)")
     p.add_argument("--comparisons", nargs="*", default=[], help="results/<key>/comparison.csv")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("reproduction", help="write results/reproduction.md: published numbers compared, misses")
+    p.add_argument("--out", required=True)
+    p.add_argument("--comparisons", nargs="+", required=True, help="results/<key>/comparison.csv")
+    p.set_defaults(func=cmd_reproduction)
 
     for key in benchmarks.KEYS:
         benchmarks.register_cli(key, sub)

@@ -10,6 +10,25 @@ MODEL_SLUGS = {"NAC*": "nac_mul", "NAC+": "nac_add", "NALU": "nalu", "Linear": "
 PARAMETER_TO_EXPERIMENT = {"input_size": "input_size", "hidden_size": "hidden_size", "overlap_ratio": "overlap",
                            "subset_ratio": "subset", "interpolation_range": "range"}
 FIGURE_READING_ACCURACY = 0.02  # values read off the vector data of the published figure
+FIGURE_SEEDS = 50  # seeds per point of the published figure: its own 95% Wilson interval is the published spread
+# Comparison rows that a documented deviation (docs/DEVIATIONS.md) is expected to move: (result, row, metric,
+# variant, id), fnmatch patterns. A miss on such a row is explained; a miss elsewhere is not.
+DEVIATIONS = [
+    ("operations", "add/NAC+", "solved_at_mean", "*", "B5"),  # unconverged L-BFGS-B means in the published table
+    ("operations", "sub/NAC+", "solved_at_mean", "*", "B5"),
+    ("operations", "sub/Linear", "solved_at_mean", "*", "B5"),
+    ("operations", "sub/NALU", "solved_at_mean", "*", "B5"),
+    ("operations", "add/Linear", "solved_at_mean", "*", "B5"),
+    ("operations", "mul/NAC•", "sparsity_error", "faithful", "B5"),
+    ("operations", "*", "sparsity_error", "corrected", "A2"),  # the fixed beta fit: about twice the published
+    ("parameters", "input_size=4/*", "success", "corrected", "A1"),  # the thresholds' off-by-one matters here
+    ("parameters", "subset=0.05/*", "success", "corrected", "A1"),
+    ("parameters", "subset=0.1/*", "success", "corrected", "A1"),
+    ("parameters", "subset=0.5/*", "success", "corrected", "A1"),
+    ("parameters", "input_size=1[2-9]?/*", "success", "corrected", "A3"),  # n >= 125: selected over the long run
+    ("parameters", "input_size=2??/*", "success", "corrected", "A3"),
+    ("parameters", "input_size=300/*", "success", "corrected", "A3"),
+]
 
 
 def operations_table() -> pd.DataFrame:

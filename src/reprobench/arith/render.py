@@ -8,7 +8,7 @@ import pandas as pd
 
 from reprobench.arith import published
 from reprobench.arith.grid import MODELS, fmt
-from reprobench.core import compare, curves, plotting, tables
+from reprobench.core import compare, curves, plotting, stats, tables
 from reprobench.core.compare import Interval
 
 OPERATION_SYMBOLS = {"mul": "×", "div": "/", "add": "+", "sub": "−", "squared": "z²", "root": "√z"}
@@ -166,30 +166,42 @@ def comparison(groups: pd.DataFrame) -> list[dict]:
     ops = groups[groups["experiment"] == "operations"]
     for _, p in published.operations_table().iterrows():
         for _, r in ops[(ops["operation"] == p["operation"]) & (ops["model"] == p["model"])].iterrows():
-            common = {"benchmark": "arith", "result": "operations",
-                      "row": f"{p['operation']}/{MODELS[p['model']]}",
-                      "n_runs": int(r["n_runs"]), "scale": r["scale"], "variant": r["variant"]}
+            label = f"{p['operation']}/{MODELS[p['model']]}"
+            common = {"benchmark": "arith", "result": "operations", "row": label, "n_runs": int(r["n_runs"]),
+                      "scale": r["scale"], "variant": r["variant"]}
+
+            def known(metric, label=label, variant=r["variant"]):
+                return compare.deviation(published.DEVIATIONS, "operations", label, metric, variant)
+
             success = p["success_pct"] / 100
             rows.append(compare.row(metric="success", published=Interval(success, success - p["success_minus"] / 100,
                                                                          success + p["success_plus"] / 100),
-                                    reproduced=Interval(*r[list(METRIC_COLUMNS["success"])]), **common))
+                                    reproduced=Interval(*r[list(METRIC_COLUMNS["success"])]),
+                                    deviation=known("success"), **common))
             rows.append(compare.row(metric="solved_at_median", published=Interval(p["solved_at_median"]),
-                                    reproduced=Interval(r["solved_at_median"]), **common))
+                                    reproduced=Interval(r["solved_at_median"]), deviation=known("solved_at_median"),
+                                    **common))
             for metric, plus, minus in (("solved_at_mean", "solved_at_plus", "solved_at_minus"),
                                         ("sparsity_error", "sparsity_plus", "sparsity_minus")):
                 rows.append(compare.row(metric=metric, published=Interval(p[metric], p[metric] - p[minus],
                                                                           p[metric] + p[plus]),
-                                        reproduced=Interval(*r[list(METRIC_COLUMNS[metric])]), **common))
+                                        reproduced=Interval(*r[list(METRIC_COLUMNS[metric])]),
+                                        deviation=known(metric), **common))
     sweeps = groups[groups["experiment"] != "operations"].copy()
     sweeps["key"] = sweeps.apply(_sweep_key, axis=1)
     for _, p in published.parameters_figure().iterrows():
         match = sweeps[(sweeps["experiment"] == p["experiment"]) & (sweeps["model"] == p["model"])
                        & (sweeps["key"] == p["value"])]
+        # the published spread: the paper's own 95% Wilson interval at its 50 seeds
+        spread = stats.wilson(round(p["success_rate"] * published.FIGURE_SEEDS), published.FIGURE_SEEDS)
         for _, r in match.iterrows():
-            rows.append(compare.row(benchmark="arith", result="parameters",
-                                    row=f"{p['experiment']}={p['value']}/{MODELS[p['model']]}", metric="success",
+            label = f"{p['experiment']}={p['value']}/{MODELS[p['model']]}"
+            rows.append(compare.row(benchmark="arith", result="parameters", row=label, metric="success",
                                     published=Interval(p["success_rate"]),
                                     reproduced=Interval(*r[list(METRIC_COLUMNS["success"])]), n_runs=int(r["n_runs"]),
                                     scale=r["scale"], variant=r["variant"],
-                                    tolerance=published.FIGURE_READING_ACCURACY))
+                                    tolerance=published.FIGURE_READING_ACCURACY,
+                                    published_width=spread.high - spread.low,
+                                    deviation=compare.deviation(published.DEVIATIONS, "parameters", label, "success",
+                                                                r["variant"])))
     return rows

@@ -51,8 +51,8 @@ def summarise_run(curve: pd.DataFrame, threshold: float, variant: str, window: i
         curve = curve[curve["step"] <= ended]
     wide = curve[curve["split"].isin(["valid", "test", "weights"])].pivot_table(
         index="step", columns="split", values="value", aggfunc="first", dropna=False).sort_index()
-    out = {"nan_at": ended, "n_evals": len(wide), "best_step": math.nan, "valid_at_best": math.nan, "test_at_best": math.nan,
-           "sparsity_at_best": math.nan, "solved": False, "solved_at": math.nan}
+    out = {"nan_at": ended, "n_evals": len(wide), "best_step": math.nan, "valid_at_best": math.nan,
+           "test_at_best": math.nan, "sparsity_at_best": math.nan, "solved": False, "solved_at": math.nan}
     if wide.empty:
         return out
     candidates = wide.tail(window) if variant == "faithful" else wide[wide.index > 0]

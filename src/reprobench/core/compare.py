@@ -10,7 +10,10 @@ import pandas as pd
 from reprobench.core.atomic import write_text
 
 COLUMNS = ["benchmark", "result", "row", "metric", "published", "published_low", "published_high", "reproduced",
-           "reproduced_low", "reproduced_high", "n_runs", "scale", "variant", "within", "criterion"]
+           "reproduced_low", "reproduced_high", "n_runs", "scale", "variant", "within", "criterion", "informative",
+           "deviation"]
+INFORMATIVE_RATIO = 2.0  # a verdict counts when our spread is at most this many times the published one
+MIN_RUNS = 5  # and rests on at least this many runs (a std of 2 runs says nothing)
 
 
 @dataclass(frozen=True)
@@ -44,14 +47,45 @@ def within(published: Interval, reproduced: Interval, tolerance: float = 0.0, sp
     return None, "no interval"
 
 
+def deviation(known: list[tuple[str, str, str, str, str]], result: str, row: str, metric: str, variant: str) -> str:
+    """The first documented deviation in `known` [(result, row, metric, variant, id)] matching a comparison row
+    (fnmatch patterns, e.g. ("parameters", "input_size=*", "success", "corrected", "A3")); "" if none."""
+    import fnmatch
+
+    for pattern in known:
+        if all(fnmatch.fnmatchcase(value, p) for value, p in zip((result, row, metric, variant), pattern[:4])):
+            return pattern[4]
+    return ""
+
+
+def informative(verdict, published: Interval, reproduced: Interval, n_runs: int,
+                published_width: float | None = None) -> bool:
+    """Whether a verdict could have failed: it exists, rests on MIN_RUNS runs or more, and our interval is no wider
+    than INFORMATIVE_RATIO times the published spread (`published_width` where the paper gives a value only, e.g.
+    the width of its own 95% interval at its number of seeds). With 2 seeds a Wilson interval of [0, 0.66]
+    contains almost anything: such a 'within' says nothing about the paper."""
+    if verdict is None or n_runs < MIN_RUNS or not _finite(reproduced.low, reproduced.high):
+        return False
+    if published_width is None:
+        if not _finite(published.low, published.high):
+            return False
+        published_width = published.high - published.low
+    return bool(reproduced.high - reproduced.low <= INFORMATIVE_RATIO * published_width + 1e-12)
+
+
 def row(*, benchmark: str, result: str, row: str, metric: str, published: Interval, reproduced: Interval,
-        n_runs: int, scale: str, variant: str, tolerance: float = 0.0, spread: str = "95% intervals") -> dict:
-    """One comparison row; `result` names the table or figure, `row` the entry within it."""
+        n_runs: int, scale: str, variant: str, tolerance: float = 0.0, spread: str = "95% intervals",
+        published_width: float | None = None, comparable: bool = True, deviation: str = "") -> dict:
+    """One comparison row; `result` names the table or figure, `row` the entry within it. `comparable=False`
+    (e.g. a synthetic stand-in for the paper's data) makes the row uninformative whatever the intervals;
+    `deviation` names the documented deviation (docs/DEVIATIONS.md) expected to move this number."""
     verdict, criterion = within(published, reproduced, tolerance, spread)
     return {"benchmark": benchmark, "result": result, "row": row, "metric": metric, "published": published.value,
             "published_low": published.low, "published_high": published.high, "reproduced": reproduced.value,
             "reproduced_low": reproduced.low, "reproduced_high": reproduced.high, "n_runs": n_runs, "scale": scale,
-            "variant": variant, "within": verdict, "criterion": criterion}
+            "variant": variant, "within": verdict, "criterion": criterion,
+            "informative": comparable and informative(verdict, published, reproduced, n_runs, published_width),
+            "deviation": deviation}
 
 
 def write(rows: list[dict], path: str) -> pd.DataFrame:

@@ -11,9 +11,11 @@ from pathlib import Path
 from reprobench.core.atomic import write_text
 
 INTRO = ("Every table and figure this run made, and how each reproduced number compares with the published one "
-         "(`within`: the two 95% intervals overlap, or the published value lies in ours). Runs at the `small` "
-         "scale use few seeds and short training: their numbers show that the pipeline works, not what the "
-         "paper found; `paper.yaml` restores the full scale.")
+         "(`within`: the two 95% intervals overlap, or the published value lies in ours; `informative`: the verdict "
+         "could have failed, i.e. at least 5 runs and our interval no wider than twice the published spread). Runs "
+         "at the `small` scale use few seeds and short training: their numbers show that the pipeline works, not "
+         "what the paper found; `cpu.yaml` runs the papers' own settings where a 2-core machine can, `paper.yaml` "
+         "the full scale.")
 
 
 def benchmark_of(path: str) -> str:
@@ -26,14 +28,16 @@ def comparison_summary(path: str) -> str:
     import pandas as pd
 
     frame = pd.read_csv(path)
-    lines = ["| variant | result | numbers compared | within | outside | no verdict (no interval or no value) |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| variant | result | numbers compared | within | informative | informative and within | outside | "
+             "no verdict (no interval or no value) |", "|---|---|---|---|---|---|---|---|"]
     for (variant, result), g in frame.groupby(["variant", "result"], sort=False):
-        verdict = g["within"].astype("string")
+        verdict, informative = g["within"].astype("string"), g["informative"].astype("string") == "True"
         lines.append(f"| {variant} | {result} | {len(g)} | {int((verdict == 'True').sum())} | "
+                     f"{int(informative.sum())} | {int((informative & (verdict == 'True')).sum())} | "
                      f"{int((verdict == 'False').sum())} | {int(verdict.isna().sum())} |")
     scales = ", ".join(sorted(frame["scale"].astype(str).unique()))
-    return "\n".join(lines) + f"\n\nScale of these runs: {scales}. Full rows: `{path}`.\n"
+    return "\n".join(lines) + (f"\n\nScale of these runs: {scales}. Full rows: `{path}`. Misses and their reasons: "
+                               "`results/reproduction.md` (the committed cpu-scale run: docs/REPRODUCTION.md).\n")
 
 
 def write(out: str, headings: dict[str, tuple[str, str]], tables: list[str], figures: list[str],

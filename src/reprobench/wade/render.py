@@ -214,16 +214,22 @@ def comparison(runs: pd.DataFrame, table5_frame: pd.DataFrame) -> list[dict]:
     pub = published.table4()
     for p in pub[pub["model"] != "human"].itertuples():
         for r in frame[(frame["task"] == p.task_id) & (frame["model"] == p.model)].itertuples():
-            rows.append(compare.row(benchmark="wade", result="table4", row=f"{p.task_id}/{DISPLAY[p.model]}",
+            label = f"{p.task_id}/{DISPLAY[p.model]}"
+            rows.append(compare.row(benchmark="wade", result="table4", row=label,
                                     metric="wade", published=Interval.mean_std(p.wade_mean, p.wade_std),
                                     reproduced=Interval.mean_std(r.mean, r.std), n_runs=int(r.n), scale=scale,
-                                    variant=r.variant, spread="mean ± std ranges"))
+                                    variant=r.variant, spread="mean ± std ranges",
+                                    deviation=compare.deviation(published.DEVIATIONS, "table4", label, "wade",
+                                                                r.variant)))
     for p in published.table5().itertuples():
         for r in table5_frame[(table5_frame["task"] == p.task_id) & (table5_frame["model"] == p.model)].itertuples():
-            rows.append(compare.row(benchmark="wade", result="table5", row=f"{p.task_id}/{DISPLAY[p.model]}",
+            label = f"{p.task_id}/{DISPLAY[p.model]}"
+            rows.append(compare.row(benchmark="wade", result="table5", row=label,
                                     metric="accuracy", published=Interval.mean_std(p.accuracy_mean, p.accuracy_std),
                                     reproduced=Interval.mean_std(r.mean, r.std), n_runs=int(r.n), scale=scale,
-                                    variant=r.variant, spread="mean ± std ranges"))
+                                    variant=r.variant, spread="mean ± std ranges",
+                                    deviation=compare.deviation(published.DEVIATIONS, "table5", label, "accuracy",
+                                                                r.variant)))
     return rows
 
 
@@ -282,5 +288,8 @@ def imdb_comparison(runs: pd.DataFrame) -> list[dict]:
                 out.append(compare.row(benchmark="wade", result="table2", row=DISPLAY[p.model], metric=metric_name,
                                        published=Interval.mean_std(pm, ps),
                                        reproduced=Interval.mean_std(g[metric_name].mean(), g[metric_name].std(ddof=0)),
-                                       n_runs=len(g), scale=scale, variant=variant, spread="mean ± std ranges"))
+                                       n_runs=len(g), scale=scale, variant=variant, spread="mean ± std ranges",
+                                       comparable=not runs["synthetic"].any(),  # a stand-in says nothing of IMDB
+                                       deviation=compare.deviation(published.DEVIATIONS, "table2", DISPLAY[p.model],
+                                                                   metric_name, variant)))
     return out
