@@ -13,7 +13,7 @@ def add_training_options(parser: argparse.ArgumentParser, checkpoint: bool = Fal
     The rules always pass them (from config.yaml), so they have no default here."""
     parser.add_argument("--device", required=True, help="auto | cpu | cuda | cuda:N")
     parser.add_argument("--threads", type=int, required=True, help="torch threads")
-    parser.add_argument("--scale", required=True, help="the label written into every output (small | paper)")
+    parser.add_argument("--scale", required=True, help="the label written into every output (small | cpu | paper)")
     if checkpoint:
         parser.add_argument("--checkpoint", required=True,
                             help="resume from / save to this file; removed when the run completes")
