@@ -1,0 +1,223 @@
+"""The CALM stream: fragment lengths, class order, slicing into streams and batches, resume, errors."""
+
+import random
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import truncexpon
+
+from reprobench.calm.stream import Batch, CorpusTooShortError, Stream, class_order, make_stream
+from reprobench.core.errors import ReprobenchError
+
+LANGS = ["news.test.cs", "news.test.de", "news.test.en", "news.test.es", "news.test.fr"]
+DOMAINS = ["bnc.test", "europarl.test", "news.test", "wiki.test"]
+
+
+def small_stream(seed=1, classes=("b", "a"), **kw):
+    """Two classes given unsorted, 3 fragments each, s = 60 / (4 * 3) = 5 chunks of 4 rows, 2 batches a chunk."""
+    args = dict(lam=60, seed=seed, n_fragments=6, b=3, window=4, bptt=2) | kw
+    return Stream(list(classes), **args)
+
+
+def arange_tokens(stream, extra=0):
+    """Class c's token at position p is 1_000_000 * (c + 1) + p, so every position can be checked."""
+    return {c: 1_000_000 * (i + 1) + np.arange(n + extra) for i, (c, n) in
+            enumerate(sorted(stream.tokens_needed().items()))}
+
+
+def test_lengths_are_the_codes_draws_from_the_seeded_global_numpy_generator():
+    # lam = 10k, window 100, b 10: s = 10 chunks, so truncexpon(b=100, loc=1, scale=10); 5 per class
+    stream = Stream(["y", "x"], lam=10_000, seed=3, n_fragments=10)
+    state = np.random.get_state()
+    try:
+        np.random.seed(3)  # the reference: np.random.seed(seed), then scipy's rvs on the global generator
+        x, y = (truncexpon(b=100, loc=1, scale=10).rvs(5) for _ in range(2))  # class by class, sorted order
+    finally:
+        np.random.set_state(state)
+    assert stream.lengths["x"].tolist() == np.maximum(1, np.rint(x)).astype(int).tolist()
+    assert stream.lengths["y"].tolist() == np.maximum(1, np.rint(y)).astype(int).tolist()
+    assert stream.lengths["x"].dtype == np.int64
+
+
+def test_fragment_length_statistics_match_the_spec_table():
+    # news 10k, window 100, b 10: mean about 1.1 lam = 11k tokens, minimum 0.1 lam = 1k (one chunk)
+    tokens = np.concatenate([Stream(DOMAINS, 10_000, seed).lengths[c] * 1000 for seed in range(40)
+                             for c in DOMAINS])
+    assert len(tokens) == 40 * 4 * 25
+    assert abs(tokens.mean() / 11_000 - 1) < 0.05
+    assert tokens.min() == 1000
+    # news 100k: s = 100 chunks, loc 10 chunks; the minimum over 4000 draws is 0.1 lam to the chunk
+    tokens = np.concatenate([Stream(DOMAINS, 100_000, seed).lengths[c] * 1000 for seed in range(40)
+                             for c in DOMAINS])
+    assert tokens.min() == 10_000
+    assert abs(tokens.mean() / 110_000 - 1) < 0.05
+
+
+def test_every_fragment_is_whole_windows_and_whole_batches():
+    stream = Stream(LANGS, 10_000, seed=0)
+    assert len(stream.fragments) == 100
+    for f in stream.fragments:
+        assert f.rows % 100 == 0 and f.rows == 100 * stream.lengths[f.class_name][f.occurrence]
+        assert f.n_batches == f.rows // 20  # 5 batches of 20 rows per 100-row chunk
+    assert len(stream) == sum(f.n_batches for f in stream.fragments) == 5 * sum(int(v.sum()) for v in
+                                                                             stream.lengths.values())
+
+
+@pytest.mark.parametrize("classes", [LANGS, DOMAINS])
+def test_order_has_the_counts_and_no_consecutive_repeats(classes):
+    for seed in range(10):
+        order = Stream(classes, 10_000, seed).order
+        assert len(order) == 100
+        assert np.bincount(order).tolist() == [100 // len(classes)] * len(classes)
+        assert all(a != b for a, b in zip(order[:-1], order[1:]))
+
+
+def test_uneven_split_drops_the_remainder():
+    stream = Stream(["a", "b", "c"], 10_000, seed=0)  # 100 // 3 = 33 per class, 99 fragments
+    assert stream.n_fragments == 99 and np.bincount(stream.order).tolist() == [33, 33, 33]
+
+
+class ScriptedRandom:
+    """A random.Random stand-in: shuffle leaves the list alone, randint returns scripted values."""
+
+    def __init__(self, values):
+        self.values, self.calls = list(values), []
+
+    def shuffle(self, x):
+        pass
+
+    def randint(self, a, b):
+        self.calls.append((a, b))
+        return self.values.pop(0)
+
+
+def test_order_repair_swaps_the_middle_of_the_first_run_with_a_random_position():
+    # [0, 0, 0, 1, 1]: first run starts at 0, length 3, middle 0 + 3 // 2 = 1; swapped with position 4
+    rng = ScriptedRandom([4])
+    assert class_order([3, 2], rng) == [0, 1, 0, 1, 0]
+    assert rng.calls == [(0, 4)]  # uniform over every position
+    # [0, 0, 1]: middle of the run is 1, swapped with 2; no run left, so no further draw
+    rng = ScriptedRandom([2])
+    assert class_order([2, 1], rng) == [0, 1, 0] and rng.calls == [(0, 2)]
+    # a swap with itself keeps the run: the repair draws again
+    rng = ScriptedRandom([1, 2])
+    assert class_order([2, 1], rng) == [0, 1, 0] and rng.calls == [(0, 2), (0, 2)]
+
+
+def test_order_uses_python_random_seeded_with_the_seed():
+    order = class_order([20] * 5, random.Random(7))
+    assert Stream(LANGS, 10_000, seed=7).order == tuple(order)
+
+
+def test_order_repair_gives_up_with_a_warning():
+    with pytest.warns(UserWarning, match="consecutive repeats"):
+        assert class_order([3], random.Random(0)) == [0, 0, 0]  # one class: no order without repeats
+
+
+def test_same_seed_same_stream_other_seed_another():
+    a, b, c = small_stream(seed=5), small_stream(seed=5), small_stream(seed=6)
+    assert a.order == b.order and all(np.array_equal(a.lengths[k], b.lengths[k]) for k in a.lengths)
+    xa, xb = list(a.attach(arange_tokens(a))), list(b.attach(arange_tokens(b)))
+    assert all(torch.equal(p.x, q.x) and torch.equal(p.y, q.y) for p, q in zip(xa, xb)) and len(xa) == len(xb)
+    big = [Stream(LANGS, 10_000, seed) for seed in (5, 6)]
+    assert big[0].order != big[1].order
+    assert not np.array_equal(big[0].lengths["news.test.en"], big[1].lengths["news.test.en"])
+    assert a.tokens_needed() != c.tokens_needed() or a.order != c.order
+
+
+def test_classes_are_sorted_names_and_tokens_needed_is_the_formula():
+    stream = small_stream()
+    assert stream.class_names == ("a", "b")
+    for c in ("a", "b"):
+        chunks = int(stream.lengths[c].sum())
+        assert stream.tokens_needed()[c] == (chunks * 4 + 1) * 3  # (T_c window + 1) b
+    lam10k = Stream(DOMAINS, 10_000, seed=0)
+    assert lam10k.tokens_needed()["wiki.test"] == (int(lam10k.lengths["wiki.test"].sum()) * 100 + 1) * 10
+
+
+def test_slicing_streams_fragments_and_batches():
+    stream = small_stream()
+    stream.attach(arange_tokens(stream, extra=7))  # longer arrays: only the first tokens_needed count
+    batches = list(stream)
+    assert len(batches) == len(stream) == 2 * sum(int(v.sum()) for v in stream.lengths.values())
+    seen_in_fragment, last_x = {}, {}
+    for i, batch in enumerate(batches):
+        assert isinstance(batch, Batch) and batch.index == i
+        assert batch.x.dtype == batch.y.dtype == torch.int64 and batch.x.shape == batch.y.shape == (2, 3)
+        assert torch.equal(batch.y, batch.x + 1)  # the target is the next token of the same stream
+        frag = stream.fragments[batch.fragment]
+        assert (batch.class_id, batch.class_name) == (frag.class_id, "ab"[frag.class_id])
+        m = seen_in_fragment.get(batch.fragment, 0)
+        seen_in_fragment[batch.fragment] = m + 1
+        assert batch.first_of_fragment == (m == 0)
+        lengths = stream.lengths[batch.class_name]
+        stream_len = int(lengths.sum()) * 4 + 1  # tokens per stream of this class
+        start = 4 * int(lengths[:frag.occurrence].sum())  # rows before this fragment of the class
+        offset = 1_000_000 * (batch.class_id + 1)
+        expected = [[offset + j * stream_len + start + 2 * m + r for j in range(3)] for r in range(2)]
+        assert batch.x.tolist() == expected
+        if batch.class_name in last_x:  # the class's text goes on where its previous batch stopped
+            assert torch.equal(batch.x[0], last_x[batch.class_name][-1] + 1)
+        last_x[batch.class_name] = batch.x
+    assert sorted(seen_in_fragment) == list(range(6))
+    assert all(seen_in_fragment[f.index] == f.n_batches == 2 * stream.lengths[f.class_name][f.occurrence]
+               for f in stream.fragments)
+    fragment, class_id = stream.batch_labels()
+    assert fragment.tolist() == [b.fragment for b in batches] and class_id.tolist() == [b.class_id for b in batches]
+
+
+def test_the_last_batch_of_a_class_ends_on_its_last_needed_token():
+    stream = small_stream()
+    stream.attach(arange_tokens(stream))
+    last = [b for b in stream if b.class_name == "b"][-1]
+    needed = stream.tokens_needed()["b"]
+    assert int(last.y[-1, -1]) == 2_000_000 + needed - 1
+
+
+def test_calm_library_alignment_window_equals_bptt():
+    stream = small_stream(window=2, bptt=2, lam=30)  # s = 30 / (2 * 3) = 5 chunks of 2 rows, 1 batch a chunk
+    assert all(f.n_batches == stream.lengths[f.class_name][f.occurrence] for f in stream.fragments)
+
+
+def test_resume_yields_the_tail_of_a_full_pass():
+    stream = make_stream(arange_tokens(small_stream()), lam=60, seed=1, n_fragments=6, b=3, window=4, bptt=2)
+    full = list(stream)
+    second = stream.fragments[1].first_batch
+    for start in (0, 1, second, second + 1, len(full) - 1, len(full)):
+        tail = list(stream.iter_from(start))
+        assert len(tail) == len(full) - start
+        assert all(torch.equal(p.x, q.x) and torch.equal(p.y, q.y) and p.index == q.index and
+                   p.first_of_fragment == q.first_of_fragment for p, q in zip(tail, full[start:]))
+    with pytest.raises(ValueError, match="batch_index"):
+        stream.iter_from(len(full) + 1)
+
+
+def test_a_corpus_too_short_names_the_class_and_the_counts():
+    stream = small_stream()
+    tokens = arange_tokens(stream)
+    needed = stream.tokens_needed()["b"]
+    tokens["b"] = tokens["b"][:-1]
+    with pytest.raises(CorpusTooShortError, match=rf"class 'b': {needed} tokens needed, {needed - 1} given") as err:
+        stream.attach(tokens)
+    assert isinstance(err.value, ReprobenchError) and "cannot hold" in str(err.value)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="window=100 must be a multiple of bptt=30"):
+        Stream(LANGS, 10_000, 0, bptt=30)
+    with pytest.raises(ValueError, match="n_fragments=4"):
+        Stream(LANGS, 10_000, 0, n_fragments=4)
+    with pytest.raises(ValueError, match="lam"):
+        Stream(LANGS, 0, 0)
+    with pytest.raises(ValueError, match="seed"):
+        Stream(LANGS, 10_000, -1)
+    with pytest.raises(ValueError, match="classes"):
+        Stream(["a", "a"], 10_000, 0)
+    stream = small_stream()
+    with pytest.raises(ReprobenchError, match="attach"):
+        next(iter(stream))
+    with pytest.raises(ValueError, match="missing \\['b'\\]"):
+        stream.attach({"a": np.arange(10**4)})
+    with pytest.raises(ValueError, match="integer"):
+        stream.attach({c: np.zeros(10**4) for c in "ab"})
