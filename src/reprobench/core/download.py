@@ -1,13 +1,19 @@
-"""Downloads: resumable (HTTP Range into a .part file), checksummed, and a clear error when offline."""
+"""Downloads: resumable (HTTP Range into a .part file), size- and checksum-checked, and a clear error when offline.
+
+A file has either a pinned checksum (a published value) or none; for the latter a `manifest` (JSON) records the
+digest and size at the first download, or at the first use of a file placed by hand, and every later use verifies
+them, so a file that changed on the server or on disk is noticed."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import urllib.error
 import urllib.request
 from pathlib import Path
 
+from reprobench.core.atomic import write_text
 from reprobench.core.errors import ReprobenchError
 from reprobench.core.progress import Progress
 
@@ -24,21 +30,68 @@ def file_digest(path: str | os.PathLike, algorithm: str) -> str:
     return h.hexdigest()
 
 
-def download(url: str, dest: str | os.PathLike, checksum: str, algorithm: str = "md5", timeout: float = 60.0) -> Path:
+def read_manifest(path: str | os.PathLike) -> dict:
+    """{url: {"file", "algorithm", "digest", "size"}}; an absent manifest is empty."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise DownloadError(f"checksum manifest {path} is unreadable ({exc}); fix or delete it") from None
+    if not isinstance(data, dict):
+        raise DownloadError(f"checksum manifest {path} is not a JSON object; fix or delete it")
+    return data
+
+
+def _record(manifest: Path, url: str, dest: Path, algorithm: str, digest: str) -> None:
+    data = read_manifest(manifest)
+    data[url] = {"file": dest.name, "algorithm": algorithm, "digest": digest, "size": dest.stat().st_size}
+    write_text(manifest, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def download(url: str, dest: str | os.PathLike, checksum: str | None = None, algorithm: str = "md5",
+             timeout: float = 60.0, *, manifest: str | os.PathLike | None = None, size: int | None = None) -> Path:
     """Fetch `url` to `dest` unless a file with the right checksum is already there. A partial download is
-    resumed from `dest`.part; the file appears under its final name only once its checksum matches."""
+    resumed from `dest`.part; the file appears under its final name only once its size and checksum match.
+
+    `checksum`: a pinned digest (`algorithm`). Without one, a `manifest` entry for `url` serves as the pin once it
+    exists; with neither, an existing `dest` is taken as it is. `size`: a pinned size in bytes (checked before
+    the digest). A download shorter than the server announced keeps its .part, so a rerun resumes it."""
     dest = Path(dest)
-    if dest.exists() and file_digest(dest, algorithm) == checksum:
-        return dest
+    manifest = Path(manifest) if manifest is not None else None
+    recorded = ""  # where a digest from the manifest came from, for the messages
+    if checksum is None and manifest is not None:
+        entry = read_manifest(manifest).get(url)
+        if entry is not None:
+            if entry.get("algorithm") != algorithm or not entry.get("digest"):
+                raise DownloadError(f"checksum manifest {manifest}: the entry for {url} is not a {algorithm} digest")
+            checksum, size = entry["digest"], size if size is not None else entry.get("size")
+            recorded = f" recorded in {manifest} at the first download"
+    found = None  # why an existing dest was not accepted, for the offline message
+    if dest.exists():
+        if size is not None and dest.stat().st_size != size:
+            found = f"{dest} is there but has {dest.stat().st_size} bytes, not {size}"
+        elif checksum is None:
+            if manifest is not None:  # placed by hand or downloaded before the manifest existed: first use
+                _record(manifest, url, dest, algorithm, file_digest(dest, algorithm))
+            return dest
+        else:
+            digest = file_digest(dest, algorithm)
+            if digest == checksum:
+                return dest
+            found = f"{dest} is there but its {algorithm} {digest} does not match the {_pin(checksum, recorded)}"
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
     have = part.stat().st_size if part.exists() else 0
     request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
+    expected = None
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             resumed = have and response.status == 206
-            total = int(response.headers.get("Content-Length") or 0) + (have if resumed else 0)
-            bar = Progress(total or 1, f"download {dest.name}", log_every_s=10)
+            length = response.headers.get("Content-Length")
+            expected = int(length) + (have if resumed else 0) if length is not None else None
+            bar = Progress(expected or 1, f"download {dest.name}", log_every_s=10)
             with open(part, "ab" if resumed else "wb") as fh:
                 if resumed:
                     bar.update(have)
@@ -46,13 +99,35 @@ def download(url: str, dest: str | os.PathLike, checksum: str, algorithm: str = 
                     fh.write(block)
                     bar.update(len(block))
             bar.close()
+    except urllib.error.HTTPError as exc:
+        if not (exc.code == 416 and have):  # 416: the .part already holds the whole file
+            raise _offline(url, dest, exc, found) from None
     except (urllib.error.URLError, OSError) as exc:
-        raise DownloadError(f"cannot download {url} to {dest} ({exc}). This machine may be offline: "
-                            f"download it elsewhere and place it at {dest}, or use the synthetic stand-in") from None
-    digest = file_digest(part, algorithm)
-    if digest != checksum:
+        raise _offline(url, dest, exc, found) from None
+    got = part.stat().st_size
+    if expected is not None and got < expected:
+        raise DownloadError(f"{url}: the download to {part} stopped after {got} of {expected} bytes; run again to "
+                            f"resume it")
+    if size is not None and got != size:
         part.unlink()
-        raise DownloadError(f"{url}: {algorithm} {digest} does not match the pinned {checksum}; the partial file "
-                            f"was removed, run again to download it anew")
+        raise DownloadError(f"{url}: {got} bytes, not the {_pin(size, recorded, 'size ')}; the partial file was "
+                            f"removed, run again to download it anew")
+    digest = file_digest(part, algorithm)
+    if checksum is not None and digest != checksum:
+        part.unlink()
+        raise DownloadError(f"{url}: {algorithm} {digest} does not match the {_pin(checksum, recorded)}; the partial "
+                            f"file was removed, run again to download it anew")
     os.replace(part, dest)
+    if checksum is None and manifest is not None:
+        _record(manifest, url, dest, algorithm, digest)
     return dest
+
+
+def _pin(value, recorded: str, what: str = "") -> str:
+    return f"{what}{value}{recorded}" if recorded else f"pinned {what}{value}"
+
+
+def _offline(url: str, dest: Path, exc: Exception, found: str | None) -> DownloadError:
+    note = f" ({found})" if found else ""
+    return DownloadError(f"cannot download {url} to {dest} ({exc}). This machine may be offline: download it "
+                         f"elsewhere and place it at {dest}{note}, or use the synthetic stand-in")
