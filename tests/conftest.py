@@ -92,3 +92,35 @@ def killed_after_optimizer_steps(monkeypatch, steps: int):
             yield
     finally:
         monkeypatch.setattr(torch.optim.Adam, "step", real_step)
+
+
+def results_differences(a: Path, b: Path) -> list[str]:
+    """Files that differ between two results folders (missing files on either side count): Parquet by data (its
+    metadata records times and hosts), JSON without its provenance fields, reproduction.md without its provenance
+    line, everything else (tables, figures, comparisons, report) by bytes."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from reprobench.core import reproduction
+    from reprobench.core.provenance import base_record
+
+    provenance = set(base_record()) | {"made"}
+
+    def comparable(path: Path):
+        if path.suffix == ".parquet":
+            return pq.read_table(path).replace_schema_metadata(None)
+        if path.suffix == ".json":
+            return {k: v for k, v in json.loads(path.read_text()).items() if k not in provenance}
+        if path.name == "reproduction.md":
+            return reproduction.without_provenance(path.read_text())
+        return path.read_bytes()
+
+    files_a = {p.relative_to(a) for p in a.rglob("*") if p.is_file()}
+    files_b = {p.relative_to(b) for p in b.rglob("*") if p.is_file()}
+    differ = [f"only in one run: {p}" for p in sorted(files_a ^ files_b)]
+    for rel in sorted(files_a & files_b):
+        first, second = comparable(a / rel), comparable(b / rel)
+        if not (first.equals(second) if rel.suffix == ".parquet" else first == second):
+            differ.append(str(rel))
+    return differ

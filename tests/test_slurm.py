@@ -6,7 +6,6 @@ one small node: `mem_mb` and `cpus_per_gpu` are capped at the node's share per G
 partitions, runtimes, groups, retries) comes from slurm/config.yaml unchanged.
 """
 
-import json
 import os
 import re
 import shutil
@@ -15,12 +14,10 @@ import subprocess
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from conftest import ROOT, run_snakemake, snakemake_cmd, tiny, write_config
-from reprobench.core.provenance import base_record
+from conftest import ROOT, results_differences, run_snakemake, snakemake_cmd, tiny, write_config
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -102,29 +99,6 @@ def job_stats(log: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
-def without_provenance(path: Path) -> dict:
-    record = json.loads(path.read_text())
-    return {k: v for k, v in record.items() if k not in set(base_record()) | {"made"}}
-
-
-def different_files(a: Path, b: Path) -> list[str]:
-    """Files that differ between two results folders: Parquet by data and JSON without its provenance fields (they
-    record host, commit and time), the rest by bytes. Missing files on either side count."""
-    files_a = {p.relative_to(a) for p in a.rglob("*") if p.is_file()}
-    files_b = {p.relative_to(b) for p in b.rglob("*") if p.is_file()}
-    differ = [f"only in one run: {p}" for p in sorted(files_a ^ files_b)]
-    for rel in sorted(files_a & files_b):
-        if rel.suffix == ".parquet":
-            same = pq.read_table(a / rel).replace_schema_metadata(None).equals(
-                pq.read_table(b / rel).replace_schema_metadata(None))
-        else:
-            same = (a / rel).read_bytes() == (b / rel).read_bytes() if rel.suffix != ".json" else \
-                without_provenance(a / rel) == without_provenance(b / rel)
-        if not same:
-            differ.append(str(rel))
-    return differ
-
-
 def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(cluster, tmp_path, tiny_local_run):
     write_config(tmp_path, tiny)
     proc = run_snakemake(slurm_command(cluster), cwd=tmp_path, env=SITE, timeout=1500)
@@ -163,7 +137,7 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
     assert set(re.findall(r"^\s*rule (\w+):", "\n".join(slurm_logs.values()), re.M)) <= TRAINING_RULES
 
     # The same outputs as a local run of the same configuration.
-    assert different_files(tiny_local_run / "results", tmp_path / "results") == []
+    assert results_differences(tiny_local_run / "results", tmp_path / "results") == []
     # Running the command again submits nothing.
     again = run_snakemake(slurm_command(cluster), cwd=tmp_path, env=SITE, timeout=600)
     assert "Nothing to be done" in again.stdout + again.stderr and "sbatch call" not in again.stdout + again.stderr
@@ -250,4 +224,4 @@ def test_cancelled_training_job_is_retried_resumes_from_its_checkpoint_and_outpu
     assert step and 0 < int(step.group(1)) < 1500, rule_log.read_text()[-2000:]  # mid-training
     assert not list((tmp_path / "results/arith/checkpoints").rglob("*.pt"))
     # Complete and identical to the uninterrupted local run.
-    assert different_files(tiny_local_run / "results/arith", tmp_path / "results/arith") == []
+    assert results_differences(tiny_local_run / "results/arith", tmp_path / "results/arith") == []

@@ -1,18 +1,15 @@
 """The Snakemake workflow: dry-runs of the default and the cluster plan, bad configs, a tiny end-to-end run."""
 
 import html
-import json
 import re
 import shutil
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from conftest import ROOT, run_snakemake, tiny, write_config
-from reprobench.core import reproduction
+from conftest import ROOT, results_differences, run_snakemake, tiny, write_config
 from reprobench.core.curves import read_curve
 
 SNAKEFILE = str(ROOT / "Snakefile")
@@ -217,33 +214,6 @@ def test_html_report_holds_every_table_and_figure_with_its_caption(tiny_local_ru
                 assert Path(path).name in text, path
             assert html.escape(product.caption[:60], quote=False) in text, product.title
     assert "Scale: <strong>small</strong>" in text
-
-
-PROVENANCE = {"package_version", "git_commit", "libraries", "host", "made"}  # where two equal runs may differ
-
-
-def results_differences(a: Path, b: Path) -> list[str]:
-    """Files that differ between two results folders: Parquet by data (provenance metadata holds times), JSON
-    without its provenance keys, everything else (tables, figures, comparisons, report) by bytes."""
-    files_a = {p.relative_to(a) for p in a.rglob("*") if p.is_file()}
-    files_b = {p.relative_to(b) for p in b.rglob("*") if p.is_file()}
-    out = [f"only in one: {p}" for p in sorted(files_a ^ files_b)]
-    for rel in sorted(files_a & files_b):
-        if rel.suffix == ".parquet":
-            same = pq.read_table(a / rel).replace_schema_metadata(None).equals(
-                pq.read_table(b / rel).replace_schema_metadata(None))
-        elif rel.suffix == ".json":
-            first, second = ({k: v for k, v in json.loads((d / rel).read_text()).items() if k not in PROVENANCE}
-                             for d in (a, b))
-            same = first == second
-        elif rel.name == "reproduction.md":  # names the time and place it was made
-            same = reproduction.without_provenance((a / rel).read_text()) == \
-                reproduction.without_provenance((b / rel).read_text())
-        else:
-            same = (a / rel).read_bytes() == (b / rel).read_bytes()
-        if not same:
-            out.append(f"differs: {rel}")
-    return out
 
 
 @pytest.mark.slow
