@@ -27,14 +27,15 @@ def benchmark_of(path: str) -> str:
 def comparison_summary(path: str) -> str:
     import pandas as pd
 
+    from reprobench.core.reproduction import counts
+
     frame = pd.read_csv(path)
     lines = ["| variant | result | numbers compared | within | informative | informative and within | outside | "
              "no verdict (no interval or no value) |", "|---|---|---|---|---|---|---|---|"]
     for (variant, result), g in frame.groupby(["variant", "result"], sort=False):
-        verdict, informative = g["within"].astype("string"), g["informative"].astype("string") == "True"
-        lines.append(f"| {variant} | {result} | {len(g)} | {int((verdict == 'True').sum())} | "
-                     f"{int(informative.sum())} | {int((informative & (verdict == 'True')).sum())} | "
-                     f"{int((verdict == 'False').sum())} | {int(verdict.isna().sum())} |")
+        c = counts(g)
+        lines.append(f"| {variant} | {result} | {c['compared']} | {c['within']} | {c['informative']} | "
+                     f"{c['informative_within']} | {c['outside']} | {c['no_verdict']} |")
     scales = ", ".join(sorted(frame["scale"].astype(str).unique()))
     return "\n".join(lines) + (f"\n\nScale of these runs: {scales}. Full rows: `{path}`. Misses and their reasons: "
                                "`results/reproduction.md` (the committed cpu-scale run: docs/REPRODUCTION.md).\n")

@@ -16,7 +16,8 @@ from reprobench.core.provenance import base_record, now
 PROVENANCE_MARK = "<!-- provenance -->"  # lines that differ between two runs of the same config
 
 
-def _counts(g) -> dict:
+def counts(g) -> dict:
+    """Verdict counts of some comparison rows (also the report's summary)."""
     verdict = g["within"].astype("string")
     informative = g["informative"].astype("string") == "True"
     within, outside = verdict == "True", verdict == "False"
@@ -35,7 +36,7 @@ def summary_table(frame) -> list[str]:
              "deviation | outside: not informative | outside: unexplained | no verdict |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for (result, variant), g in frame.groupby(["result", "variant"], sort=False):
-        c = _counts(g)
+        c = counts(g)
         lines.append(f"| {result} | {variant} | {c['compared']} | {c['within']} | {c['informative']} | "
                      f"{c['informative_within']} | {c['miss_deviation']} | {c['miss_uninformative']} | "
                      f"{c['miss_unexplained']} | {c['no_verdict']} |")
@@ -78,7 +79,7 @@ def write(out: str, headings: dict[str, tuple[str, str]], comparisons: list[str]
         title, citation = headings.get(key, (key, ""))
         frame = pd.read_csv(path)
         scales = ", ".join(sorted(frame["scale"].astype(str).unique()))
-        c = _counts(frame)
+        c = counts(frame)
         lines += [f"## {key}: {title}", "", f"*{citation}*. Scale: {scales}. Rows: `{path}`.", "",
                   f"{c['compared']} published numbers compared; {c['within']} within the published spread, of which "
                   f"{c['informative_within']} informative (of {c['informative']} informative verdicts); "
