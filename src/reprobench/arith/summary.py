@@ -43,7 +43,7 @@ def nan_step(curve: pd.DataFrame) -> float:
 
 def summarise_run(curve: pd.DataFrame, threshold: float, variant: str, window: int) -> dict:
     """Model selection and success of one run. Faithful: the reference checks every forward pass for NaN,
-    evaluations included, and ends the run at the first one (specs/arith.md section 3, "Crashes"; DEVIATIONS B7),
+    evaluations included, and ends the run at the first one (specs/arith.md section 3, "Crashes"; DEVIATIONS A4),
     so the curve is cut after the first evaluation holding a NaN, as its partial log was. Corrected: the run is
     judged on its whole curve (an overflow on the extrapolation set does not stop training)."""
     ended = nan_step(curve)
