@@ -2,8 +2,10 @@
 modelling over streams that switch between languages (MultiLingual) or domains (MultiDomain) without telling the
 learner.
 
-Work in progress (issue 11): not yet registered in reprobench.benchmarks. The library parts (the stream, the
-metrics, the corpora) are importable on their own.
+As a library, without Snakemake (the paper's promise): reprobench.calm.stream.Stream (the online stream of (bptt, b)
+token batches, class and switch information for evaluation only), reprobench.calm.metrics.compute_metrics (ppl,
+ppl@sw, rec), reprobench.calm.online.run_online (test-then-train over a stream with any learner) and the learners
+and models of Table 1 (reprobench.calm.learners, .models, .zoo).
 """
 
 from reprobench.core.benchmark import Paper

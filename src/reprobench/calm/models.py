@@ -211,8 +211,9 @@ class ExpertLSTMs(nn.Module):
         xw = torch.baddbmm(bias, inp.reshape(n, t * b, -1), w_ih.transpose(1, 2))
         xw = xw.view(n, t, b, -1).transpose(0, 1).contiguous()
         outs = []
-        for step in range(t):
-            gates = torch.baddbmm(xw[step], h, w_hh_t)
+        # unbind, not xw[step]: indexing's backward zero-fills a full-size gradient at every step
+        for xw_step in xw.unbind(0):
+            gates = torch.baddbmm(xw_step, h, w_hh_t)
             i, f, g, o = gates.chunk(4, dim=-1)  # PyTorch's gate order
             c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
             h = torch.sigmoid(o) * torch.tanh(c)

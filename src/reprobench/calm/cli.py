@@ -1,0 +1,142 @@
+"""`reprobench calm <stage>`: one subcommand per rule of workflow/rules/calm.smk. Parse, call, write; the work is
+in the modules named by each handler. Heavy imports happen inside the handlers."""
+
+from __future__ import annotations
+
+import json
+
+from reprobench.core.cli import add_output, add_training_options, output_stem
+
+
+def register(sub) -> None:
+    from reprobench.calm import PAPER
+    from reprobench.calm.grid import FIGURES, TABLES
+
+    p = sub.add_parser("calm", help=f"{PAPER.title} ({PAPER.citation})")
+    s = p.add_subparsers(dest="stage", required=True)
+
+    t = s.add_parser("prepare", help="the corpora (download or synthetic stand-in), tokenised for the planned streams")
+    t.add_argument("--source", choices=["synthetic", "download"], required=True)
+    t.add_argument("--resources", required=True, help="folder for the archives or the stand-in corpus")
+    t.add_argument("--datasets", nargs="+", required=True)
+    t.add_argument("--lambdas", required=True, help='JSON {dataset: [lambda, ...]}')
+    t.add_argument("--seeds", type=int, required=True)
+    t.add_argument("--n-fragments", type=int, required=True)
+    t.add_argument("--window", type=int, required=True)
+    t.add_argument("--synthetic-chars", type=int, required=True, help="synthetic: characters per language")
+    t.add_argument("--synthetic-words", type=int, required=True, help="synthetic: words per domain")
+    t.add_argument("--out", required=True, help="corpora.json")
+    t.set_defaults(func=cmd_prepare)
+
+    t = s.add_parser("train", help="one online run: a model on one stream")
+    t.add_argument("--corpora", required=True, help="corpora.json of the prepare stage")
+    t.add_argument("--dataset", required=True)
+    t.add_argument("--lam", type=int, required=True)
+    t.add_argument("--model", required=True, help="a paper model (reprobench.calm.zoo.MODELS) or package.module:Class")
+    t.add_argument("--variant", required=True)
+    t.add_argument("--seed", type=int, required=True)
+    t.add_argument("--n-fragments", type=int, required=True)
+    t.add_argument("--window", type=int, required=True)
+    t.add_argument("--size-factor", type=float, required=True)
+    add_training_options(t, checkpoint=True)
+    t.add_argument("--out", required=True)
+    t.set_defaults(func=cmd_train)
+
+    t = s.add_parser("aggregate", help="metrics of every run; loss after switches")
+    t.add_argument("--curves", nargs="+", required=True)
+    t.add_argument("--out", required=True)
+    t.add_argument("--switch-out", required=True)
+    t.set_defaults(func=cmd_aggregate)
+
+    products = {**TABLES, **FIGURES}
+    for name in ("table1", "table4_std"):
+        t = s.add_parser(name.replace("_std", ""), help=f"{products[name].title}: {products[name].stem}.*")
+        t.add_argument("--runs", required=True)
+        add_output(t, "table")
+        t.set_defaults(func=cmd_table, product=name)
+    t = s.add_parser("table2", help=f"{TABLES['table2_model_sizes'].title}: {TABLES['table2_model_sizes'].stem}.*")
+    add_output(t, "table")
+    t.set_defaults(func=cmd_table2)
+    for name in ("figure1b", "figure1c"):
+        t = s.add_parser(name, help=f"{products[name].title}: {products[name].stem}.*")
+        t.add_argument("--runs", required=True)
+        t.add_argument("--switch", required=True)
+        t.add_argument("--variant", required=True)
+        add_output(t, "figure")
+        t.set_defaults(func=cmd_switch_figure, product=name)
+    for name in ("figure1d", "figure1e", "figure4"):
+        t = s.add_parser(name, help=f"{products[name].title}: {products[name].stem}.*")
+        t.add_argument("--curve", required=True, help="a PoE+PW 30 curve file (with gate weights)")
+        add_output(t, "figure")
+        t.set_defaults(func=cmd_weight_figure, product=name)
+
+    t = s.add_parser("compare", help="published vs reproduced numbers")
+    t.add_argument("--runs", required=True)
+    t.add_argument("--weight-curves", nargs="*", default=[], help="dataset=path of PoE+PW 30 curves (Appendix B)")
+    t.add_argument("--out", required=True)
+    t.set_defaults(func=cmd_compare)
+
+
+def cmd_prepare(args) -> None:
+    from reprobench.calm import runs
+
+    runs.prepare(args.source, args.resources, args.datasets, json.loads(args.lambdas), args.seeds, args.n_fragments,
+                 args.window, args.out, args.synthetic_chars, args.synthetic_words)
+
+
+def cmd_train(args) -> None:
+    from reprobench.calm import runs
+    from reprobench.core.device import choose_device
+
+    device = choose_device(args.device, args.threads)
+    runs.train_run(args.corpora, args.dataset, args.lam, args.model, args.variant, args.seed, args.n_fragments,
+                   args.window, args.size_factor, args.out, args.scale, str(device), args.checkpoint,
+                   args.checkpoint_minutes * 60)
+
+
+def cmd_aggregate(args) -> None:
+    from reprobench.calm import summary
+
+    summary.aggregate(args.curves, args.out, args.switch_out)
+
+
+def cmd_table(args) -> None:
+    from reprobench.calm import render, summary
+
+    stem = output_stem(args.out, (".md", ".csv", ".tex"))
+    (render.table1 if args.product == "table1" else render.table4)(summary.read_runs(args.runs), stem)
+
+
+def cmd_table2(args) -> None:
+    from reprobench.calm import render
+
+    render.table2(output_stem(args.out, (".md", ".csv", ".tex")))
+
+
+def cmd_switch_figure(args) -> None:
+    from reprobench.calm import render, summary
+
+    dataset = "multilingual" if args.product == "figure1b" else "multidomain"
+    render.switch_figure(summary.read_switch(args.switch), summary.read_runs(args.runs), dataset,
+                         output_stem(args.out, (".png", ".pdf")), args.variant)
+
+
+def cmd_weight_figure(args) -> None:
+    from reprobench.calm import render
+
+    draw = {"figure1d": render.figure1d, "figure1e": render.figure1e, "figure4": render.figure4}[args.product]
+    draw(args.curve, output_stem(args.out, (".png", ".pdf")))
+
+
+def cmd_compare(args) -> None:
+    from reprobench.calm import render, summary
+    from reprobench.core import compare
+    from reprobench.core.errors import ConfigError
+
+    curves = {}
+    for item in args.weight_curves:
+        dataset, sep, path = item.partition("=")
+        if not sep:
+            raise ConfigError("weight-curves", f"expected dataset=path, got '{item}'")
+        curves[dataset] = path
+    compare.write(render.comparison_rows(summary.read_runs(args.runs), curves), args.out)

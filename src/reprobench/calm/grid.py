@@ -1,0 +1,133 @@
+"""The CALM runs a config asks for, and every path: read by workflow/rules/calm.smk and `reprobench inspect`."""
+
+from __future__ import annotations
+
+import re
+
+from reprobench.calm import zoo
+from reprobench.core.benchmark import Product, Targets
+from reprobench.core.errors import ConfigError
+
+USER_MODEL = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_]*)$")
+SPLITS = {"multilingual": "news", "multidomain": "domain"}  # dataset -> split-folder prefix (corpora.LEVELS)
+RESOURCES = {"synthetic": "resources/calm-synthetic", "download": "resources"}  # by calm.source
+
+# Paths; logs/ and benchmarks/ mirror results/.
+ROOT, LOGS, TIMINGS = "results/calm", "logs/calm", "benchmarks/calm"
+CORPORA, CORPORA_LOG = f"{ROOT}/data/corpora.json", f"{LOGS}/data/corpora.log"
+RUN = "dataset={dataset}/lambda={lam}/model={model}/variant={variant}/seed={seed}"
+CURVE = f"{ROOT}/curves/{RUN}.parquet"
+CHECKPOINT = f"{ROOT}/checkpoints/{RUN}.pt"
+TRAIN_LOG, TRAIN_TIMING = f"{LOGS}/train/{RUN}.log", f"{TIMINGS}/train/{RUN}.tsv"
+RUNS = f"{ROOT}/metrics/runs.parquet"  # one row per run: ppl, ppl@sw, rec, std, autocorr, per class
+SWITCH_CURVES = f"{ROOT}/metrics/switch_curves.parquet"  # mean loss k batches after a switch, per run
+AGGREGATE_LOG = f"{LOGS}/metrics/aggregate.log"
+COMPARISON, COMPARISON_LOG = f"{ROOT}/comparison.csv", f"{LOGS}/comparison.log"
+
+TABLE_FORMATS, FIGURE_FORMATS = (".md", ".csv", ".tex"), (".png", ".pdf")
+_PAPER = "Kruszewski, Sorodoc & Mikolov (2021)"
+TABLES = {
+    "table1": Product("Table 1", f"{ROOT}/tables/table1", TABLE_FORMATS,
+                      f"Table 1 of {_PAPER}: ppl, ppl@sw (k = 10 batches) and rec (batches to recover) of every model "
+                      "on MultiLingual and MultiDomain at each lambda, means over seeds (second half of the stream)."),
+    "table2_model_sizes": Product("Table 2 (Appendix E)", f"{ROOT}/tables/table2_model_sizes", TABLE_FORMATS,
+                                  f"Appendix E, Table 2 of {_PAPER}: hidden size and parameter count of every model "
+                                  "at the paper's sizes, next to the published counts."),
+    "table4_std": Product("Table 4 (Appendix)", f"{ROOT}/tables/table4_std", TABLE_FORMATS,
+                          f"Appendix Table 4 of {_PAPER}: standard deviations over seeds (ddof 1) of Table 1's "
+                          "metrics."),
+}
+FIGURES = {
+    "figure1b": Product("Figure 1(b)", f"{ROOT}/figures/figure1b_multilingual_switch", FIGURE_FORMATS,
+                        f"Figure 1(b) of {_PAPER}: mean cross-entropy over the first 15 batches after a switch on "
+                        "MultiLingual, per model, mean and band over seeds."),
+    "figure1c": Product("Figure 1(c)", f"{ROOT}/figures/figure1c_multidomain_switch", FIGURE_FORMATS,
+                        f"Figure 1(c) of {_PAPER}: the same on MultiDomain."),
+    "figure1d": Product("Figure 1(d)", f"{ROOT}/figures/figure1d_mixture_weights", FIGURE_FORMATS,
+                        f"Figure 1(d) of {_PAPER}: the PoE+PW 30 mixture weights over a stretch of the MultiLingual "
+                        "stream, class boundaries marked."),
+    "figure1e": Product("Figure 1(e)", f"{ROOT}/figures/figure1e_weight_correlation", FIGURE_FORMATS,
+                        f"Figure 1(e) of {_PAPER}: class-by-class correlation of the PoE+PW 30 mixture weights over "
+                        "the last 100 batches of each fragment, with the hierarchical clustering it implies."),
+    "figure4": Product("Figure 4 (Appendix B)", f"{ROOT}/figures/figure4_multidomain_analysis", FIGURE_FORMATS,
+                       f"Appendix B, Figure 4 of {_PAPER}: PoE+PW 30 weights on MultiDomain and the "
+                       "autocorrelation of the weights of the last 100 batches with the previous 100."),
+}
+
+
+def run_id(model: str) -> str:
+    """The path-safe name of a model: itself for the paper's, 'pkg.module.Class' for a user's 'pkg.module:Class'."""
+    return model.replace(":", ".")
+
+
+class Grid:
+    """The runs of one `calm` config section, and the input functions its rules use."""
+
+    def __init__(self, section: dict):
+        self.cfg = section
+
+    # --- the registry's interface (reprobench.benchmarks) -------------------------------------------------------
+    def check(self) -> None:
+        for model in self.cfg["models"]:
+            if model not in zoo.MODELS and not USER_MODEL.match(model):
+                raise ConfigError("calm.models", f"unknown model '{model}' (known: {', '.join(zoo.MODELS)}, or a "
+                                  "user's class as 'package.module:Class')")
+        for dataset in self.cfg["datasets"]:
+            if not self.cfg["lambdas"].get(dataset):
+                raise ConfigError(f"calm.lambdas.{dataset}", "no lambda given for a dataset in calm.datasets")
+
+    def expected_curves(self) -> list[str]:
+        return [CURVE.format(**run) for run in self.runs()]
+
+    def targets(self) -> Targets:
+        """Every table; the figures whose runs the config asks for (Figure 1(b)/(d, e) need MultiLingual, 1(c) and 4
+        MultiDomain, and 1(d, e) and 4 the PoE+PW 30 model)."""
+        datasets, weights = self.cfg["datasets"], "poe_pw_30" in self.cfg["models"]
+        wanted = {"figure1b": "multilingual" in datasets, "figure1c": "multidomain" in datasets,
+                  "figure1d": weights and "multilingual" in datasets, "figure1e": weights and "multilingual" in datasets,
+                  "figure4": weights and "multidomain" in datasets}
+        return Targets(tables=list(TABLES.values()), figures=[FIGURES[k] for k, ok in wanted.items() if ok],
+                       comparisons=[COMPARISON])
+
+    # --- runs -----------------------------------------------------------------------------------------------------
+    def user_models(self) -> dict[str, str]:
+        """{run id: 'package.module:Class'} of the user's models in calm.models."""
+        return {run_id(m): m for m in self.cfg["models"] if m not in zoo.MODELS}
+
+    def seeds(self, model: str, dataset: str, lam: int) -> list[int]:
+        """0 .. seeds - 1, but no more than the original test runs had for that setting (D16: 8 or 7)."""
+        n = self.cfg["seeds"]
+        if model in zoo.MODELS:
+            n = min(n, zoo.config(model, dataset, lam).seeds)
+        return list(range(n))
+
+    def runs(self) -> list[dict]:
+        return [{"dataset": d, "lam": lam, "model": run_id(m), "variant": v, "seed": s}
+                for d in self.cfg["datasets"] for lam in self.cfg["lambdas"][d] for m in self.cfg["models"]
+                for v in self.cfg["variants"] for s in self.seeds(m, d, lam)]
+
+    def wildcards(self) -> dict[str, str]:
+        models = [run_id(m) for m in self.cfg["models"]]
+        return {"dataset": "|".join(zoo.DATASETS), "lam": "[0-9]+", "seed": "[0-9]+",
+                "model": "|".join(re.escape(m) for m in sorted(models)), "variant": "|".join(zoo.VARIANTS)}
+
+    def resources(self) -> str:
+        return RESOURCES[self.cfg["source"]]
+
+    def variant(self) -> str:
+        """The variant the figures draw: faithful when it runs."""
+        return "faithful" if "faithful" in self.cfg["variants"] else self.cfg["variants"][0]
+
+    def weight_curve(self, dataset: str) -> str:
+        """The PoE+PW 30 curve the weight figures draw: seed 0 at the dataset's first lambda."""
+        return CURVE.format(dataset=dataset, lam=self.cfg["lambdas"][dataset][0], model="poe_pw_30",
+                            variant=self.variant(), seed=0)
+
+    def weight_curves(self) -> list[str]:
+        """dataset=path pairs for the comparison of Appendix B's weight autocorrelations."""
+        if "poe_pw_30" not in self.cfg["models"]:
+            return []
+        return [f"{d}={self.weight_curve(d)}" for d in self.cfg["datasets"]]
+
+    def curves(self) -> list[str]:
+        return self.expected_curves()

@@ -1,0 +1,190 @@
+import copy
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from reprobench.calm.transformer import TransformerLearner, TransformerLM, base_lr, lr_at, sinusoidal_encoding
+
+torch.set_num_threads(1)
+
+V, D, HEADS, LAYERS, FF, T, B = 11, 16, 2, 1, 32, 5, 3
+
+
+def make_model(dropout=0.0, seed=0):
+    torch.manual_seed(seed)
+    return TransformerLM(V, D, HEADS, LAYERS, FF, dropout)
+
+
+def windows(n, t=T, seed=1):
+    """n consecutive (x, y) windows of one random token stream per column, y = x shifted one token."""
+    g = torch.Generator().manual_seed(seed)
+    stream = torch.randint(V, (n * t + 1, B), generator=g)
+    return [(stream[i * t:(i + 1) * t], stream[i * t + 1:(i + 1) * t + 1]) for i in range(n)]
+
+
+def ce(model, inp, y):
+    logits = model(inp)[-y.shape[0]:]
+    return F.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
+
+
+# --- the model ---------------------------------------------------------------------------------------------------
+
+
+def test_shapes():
+    model = make_model(0.1)
+    assert model(torch.randint(V, (T, B))).shape == (T, B, V)
+    assert model(torch.randint(V, (9, 1))).shape == (9, 1, V)
+
+
+def test_causal_mask():
+    model = make_model(0.1).eval()
+    x = torch.randint(V, (T, B))
+    x2 = x.clone()
+    x2[3] = (x2[3] + 1) % V
+    with torch.no_grad():
+        a, b = model(x), model(x2)
+    torch.testing.assert_close(a[:3], b[:3], rtol=0, atol=1e-6)
+    assert not torch.allclose(a[3:], b[3:])
+
+
+def test_sinusoidal_encoding():
+    pe = sinusoidal_encoding(7, 6).squeeze(1)
+    assert pe.shape == (7, 6)
+    torch.testing.assert_close(pe[0], torch.tensor([0.0, 1.0] * 3))
+    pos = 5
+    expected = [f(pos / 1e4 ** (2 * (j // 2) / 6)) for j, f in zip(range(6), [math.sin, math.cos] * 3)]
+    torch.testing.assert_close(pe[pos], torch.tensor(expected))
+
+
+def test_init():
+    model = make_model()
+    assert model.encoder.weight.abs().max() <= 0.1 and model.decoder.weight.abs().max() <= 0.1
+    assert torch.equal(model.decoder.bias, torch.zeros(V))
+
+
+# --- the learning rate -------------------------------------------------------------------------------------------
+
+
+def test_lr_at_by_hand():
+    assert lr_at(1, 1.0, 4) == pytest.approx(0.125)  # 1 * 4^-1.5
+    assert lr_at(2, 1.0, 4) == pytest.approx(0.25)  # still rising linearly
+    assert lr_at(4, 1.0, 4) == pytest.approx(0.5)  # the peak, 4^-0.5
+    assert lr_at(16, 1.0, 4) == pytest.approx(0.25)  # decaying as step^-0.5
+    assert lr_at(16, 2.0, 4) == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        lr_at(0, 1.0, 4)
+
+
+def test_base_lr():
+    assert base_lr(42, 64) == pytest.approx(0.125)
+    assert base_lr(1e-3, 64) == 1e-3
+
+
+def test_every_run_follows_the_schedule_with_base_from_lr():
+    data = windows(3)
+    learner = TransformerLearner(make_model(), lr=42, warmup=4, learn_iterations=2)
+    for i, (x, y) in enumerate(data, 1):
+        learner.learn(x, y)
+        assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(lr_at(2 * i, D**-0.5, 4))
+    learner = TransformerLearner(make_model(), lr=1e-3, warmup=40)
+    for x, y in data:
+        learner.learn(x, y)
+    assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(1e-3 * 3 * 40**-1.5)  # HEAD: base --lr
+
+
+# --- the learner -------------------------------------------------------------------------------------------------
+
+
+def test_learn_returns_pre_update_loss():
+    model = make_model(0.0)
+    before = copy.deepcopy(model).eval()
+    learner = TransformerLearner(model, lr=1e-2, context=0)
+    (x, y), = windows(1)
+    loss = learner.learn(x, y, class_id=2)
+    assert isinstance(loss, torch.Tensor) and loss.dim() == 0 and not loss.requires_grad
+    assert loss.device == model.decoder.weight.device
+    with torch.no_grad():
+        torch.testing.assert_close(loss, ce(before, x, y))
+    assert not torch.equal(model.decoder.weight, before.decoder.weight)  # then it trained
+    assert learner.gate_weights() is None and learner.on_fragment(3) is None
+
+
+def test_two_learn_iterations_are_two_adam_steps():
+    model = make_model(0.0)
+    replay = copy.deepcopy(model)
+    learner = TransformerLearner(model, lr=1e-2, learn_iterations=2, context=0)
+    (x, y), = windows(1)
+    first = learner.learn(x, y)
+    assert learner.step == 2
+    assert all(int(s["step"]) == 2 for s in learner.optimizer.state.values())
+    opt = torch.optim.Adam(replay.parameters(), lr=1e-2)
+    for it in range(2):  # the same window twice, re-predicted after the first step
+        loss = ce(replay, x, y)
+        if it == 0:
+            torch.testing.assert_close(first, loss.detach())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    for p, q in zip(model.parameters(), replay.parameters()):
+        torch.testing.assert_close(p, q)
+
+
+def test_score_eval_logs_the_eval_mode_loss():
+    model = make_model(0.5)
+    before = copy.deepcopy(model).eval()
+    learner = TransformerLearner(model, lr=1e-2, score_eval=True)
+    (x, y), = windows(1)
+    loss = learner.learn(x, y)
+    with torch.no_grad():
+        torch.testing.assert_close(loss, ce(before, x, y))
+    assert model.training
+
+
+@pytest.mark.parametrize("t", [T, 2])
+def test_context_buffer(t):
+    """context = 4: the model's input is the last 4 earlier tokens of each stream (fewer at first) + the window, in
+    both passes of li = 2, and the loss is the window's under that input (positions counted from its first token)."""
+    model = make_model(0.0)
+    seen = []
+    model.encoder.register_forward_hook(lambda mod, args, out: seen.append(args[0].clone()))
+    learner = TransformerLearner(model, lr=1e-2, learn_iterations=2, context=4)
+    data = windows(3, t)
+    past = torch.empty(0, B, dtype=torch.long)
+    for x, y in data:
+        inp = torch.cat([past, x])[-(4 + t):]
+        before = copy.deepcopy(model).eval()
+        seen.clear()
+        loss = learner.learn(x, y)
+        assert len(seen) == 2 and all(torch.equal(s, inp) for s in seen)
+        with torch.no_grad():
+            torch.testing.assert_close(loss, ce(before, inp, y))
+        past = torch.cat([past, x])[-4:]
+        assert torch.equal(learner.buffer, past)
+
+
+def test_no_buffer_without_context():
+    model = make_model(0.0)
+    seen = []
+    model.encoder.register_forward_hook(lambda mod, args, out: seen.append(args[0]))
+    learner = TransformerLearner(model, lr=1e-2, context=0)
+    for x, y in windows(2):
+        learner.learn(x, y)
+        assert torch.equal(seen[-1], x)
+    assert learner.buffer is None
+
+
+def test_state_dict_resume_is_exact():
+    data = windows(6)
+    learner = TransformerLearner(make_model(0.1), lr=42, warmup=4, learn_iterations=2, context=4)
+    for x, y in data[:3]:
+        learner.learn(x, y)
+    snapshot, rng = copy.deepcopy(learner.state_dict()), torch.get_rng_state()
+    straight = [learner.learn(x, y) for x, y in data[3:]]
+
+    resumed = TransformerLearner(make_model(0.1, seed=7), lr=42, warmup=4, learn_iterations=2, context=4)
+    resumed.load_state_dict(snapshot)
+    torch.set_rng_state(rng)
+    again = [resumed.learn(x, y) for x, y in data[3:]]
+    assert all(torch.equal(a, b) for a, b in zip(straight, again))
