@@ -10,6 +10,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
+PLUGINS = ROOT / "tests" / "plugins"  # user models named in test configs (e.g. calm's tiny_user_lm:TinyLM)
 
 
 def pytest_collection_modifyitems(items):
@@ -28,6 +29,7 @@ def snakemake_cmd() -> list[str]:
 def run_snakemake(args, cwd=ROOT, env=None, check=True, timeout=900):
     full_env = dict(os.environ, **(env or {}))
     full_env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{full_env.get('PATH', '')}"
+    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGINS), full_env.get("PYTHONPATH")) if p)
     proc = subprocess.run(snakemake_cmd() + list(args), cwd=cwd, env=full_env, capture_output=True, text=True,
                           timeout=timeout)
     if check and proc.returncode != 0:
@@ -51,7 +53,8 @@ def write_config(workdir, edit):
 
 
 def tiny(config):
-    """The tiny configuration: every rule of arith and WADE (IMDB on its synthetic stand-in) in about a minute."""
+    """The tiny configuration: every rule of arith, WADE (IMDB on its synthetic stand-in) and CALM (with a user's
+    model from tests/plugins next to PoE+PW 30) in a few minutes."""
     a = config["arith"]
     a.update(eval_every=50, selection_window=4, validation_size=500, test_size=500)
     a["threshold"]["samples"] = 20000
@@ -61,6 +64,8 @@ def tiny(config):
     config["wade"].update(tasks=[1, 5], seeds=2, max_sequences=60, reca_rules=[34, 206], epochs=1)
     config["wade"]["imdb"].update(models=["linear", "lstm"], seeds=2, epochs=1, eval_every=16, synthetic_train=64,
                                   synthetic_test=32)
+    config["calm"].update(models=["poe_pw_30", "tiny_user_lm:TinyLM"], variants=["faithful"], seeds=2, n_fragments=20,
+                          synthetic_chars=60000, synthetic_words=20000, top_words=100)
 
 
 @pytest.fixture(scope="session")

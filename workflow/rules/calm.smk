@@ -43,11 +43,12 @@ rule calm_prepare:
         window=config["calm"]["window"],
         chars=config["calm"]["synthetic_chars"],
         words=config["calm"]["synthetic_words"],
+        top_words=config["calm"]["top_words"],
     shell:
         "python -m reprobench calm prepare --source {params.source:q} --resources {params.resources:q} "
         "--datasets {params.datasets:q} --lambdas {params.lambdas:q} --seeds {params.seeds:q} "
         "--n-fragments {params.n_fragments:q} --window {params.window:q} --synthetic-chars {params.chars:q} "
-        "--synthetic-words {params.words:q} --out {output:q} 2> {log:q}"
+        "--synthetic-words {params.words:q} --top-words {params.top_words:q} --out {output:q} 2> {log:q}"
 
 
 rule calm_train:
@@ -73,6 +74,7 @@ rule calm_train:
         n_fragments=config["calm"]["n_fragments"],
         window=config["calm"]["window"],
         size_factor=config["calm"]["size_factor"],
+        max_gate_steps=config["calm"]["max_gate_steps"],
         device=config["device"],
         scale=config["scale"],
         checkpoint=calm.CHECKPOINT,
@@ -81,6 +83,7 @@ rule calm_train:
         "python -m reprobench calm train --corpora {input:q} --dataset {wildcards.dataset:q} "
         "--lam {wildcards.lam:q} --model {params.model:q} --variant {wildcards.variant:q} --seed {wildcards.seed:q} "
         "--n-fragments {params.n_fragments:q} --window {params.window:q} --size-factor {params.size_factor:q} "
+        "--max-gate-steps {params.max_gate_steps:q} "
         "--device {params.device:q} --threads {threads} --scale {params.scale:q} "
         "--checkpoint {params.checkpoint:q} --checkpoint-minutes {params.checkpoint_minutes:q} "
         "--out {output:q} 2> {log:q}"

@@ -25,6 +25,7 @@ def register(sub) -> None:
     t.add_argument("--window", type=int, required=True)
     t.add_argument("--synthetic-chars", type=int, required=True, help="synthetic: characters per language")
     t.add_argument("--synthetic-words", type=int, required=True, help="synthetic: words per domain")
+    t.add_argument("--top-words", type=int, required=True, help="word vocabulary per domain (paper: 25000)")
     t.add_argument("--out", required=True, help="corpora.json")
     t.set_defaults(func=cmd_prepare)
 
@@ -38,6 +39,7 @@ def register(sub) -> None:
     t.add_argument("--n-fragments", type=int, required=True)
     t.add_argument("--window", type=int, required=True)
     t.add_argument("--size-factor", type=float, required=True)
+    t.add_argument("--max-gate-steps", type=int, required=True, help="cap on the plastic gate's k (0: none)")
     add_training_options(t, checkpoint=True)
     t.add_argument("--out", required=True)
     t.set_defaults(func=cmd_train)
@@ -81,7 +83,7 @@ def cmd_prepare(args) -> None:
     from reprobench.calm import runs
 
     runs.prepare(args.source, args.resources, args.datasets, json.loads(args.lambdas), args.seeds, args.n_fragments,
-                 args.window, args.out, args.synthetic_chars, args.synthetic_words)
+                 args.window, args.out, args.synthetic_chars, args.synthetic_words, args.top_words)
 
 
 def cmd_train(args) -> None:
@@ -90,7 +92,7 @@ def cmd_train(args) -> None:
 
     device = choose_device(args.device, args.threads)
     runs.train_run(args.corpora, args.dataset, args.lam, args.model, args.variant, args.seed, args.n_fragments,
-                   args.window, args.size_factor, args.out, args.scale, str(device), args.checkpoint,
+                   args.window, args.size_factor, args.max_gate_steps, args.out, args.scale, str(device), args.checkpoint,
                    args.checkpoint_minutes * 60)
 
 

@@ -226,10 +226,10 @@ def fetch_all(resources) -> tuple[dict[str, Path], dict[str, Path]]:
     return news, domains
 
 
-def prepare(resources) -> Path:
+def prepare(resources, top_words: int = corpora.TOP_WORDS) -> Path:
     """Download, extract and prepare everything; returns <resources>/calm (holding news_* and domain_*)."""
     news, domains = fetch_all(resources)
     root = calm_root(resources)
     corpora.prepare_multilingual(news, root)
-    corpora.prepare_multidomain(domains, root)
+    corpora.prepare_multidomain(domains, root, top=top_words)
     return root

@@ -259,7 +259,9 @@ def poe_logits(z: Tensor, w: Tensor) -> Tensor:
     """PoE/Ensemble combination as coded: sum_i w_i z_i of the experts' raw logits z (N, T, b, V) with weights w
     (N,) or per token and stream (N, T, b); feed the result to cross-entropy. p(y) is proportional to
     prod_i p_i(y)^{w_i}. Weights may be negative (unnormalised plastic gate)."""
-    return (_expand_weights(w, z) * z).sum(0)
+    if w.dim() == 1:  # one weight per expert: a matrix-vector product, without an (N, T, b, V) temporary
+        return torch.tensordot(w, z, dims=1)
+    return torch.einsum("ntb,ntbv->tbv", w, z)
 
 
 def _reduce(loss: Tensor, reduction: str) -> Tensor:

@@ -28,15 +28,16 @@ SPLIT = "test"  # Table 1 is on the test halves (the dev halves were for model s
 
 
 def prepare(source: str, resources: str, datasets: list[str], plan: dict[str, list[int]], seeds: int,
-            n_fragments: int, window: int, out: str, synthetic_chars: int, synthetic_words: int) -> dict:
+            n_fragments: int, window: int, out: str, synthetic_chars: int, synthetic_words: int,
+            top_words: int) -> dict:
     """Make or download the corpora, tokenise what the planned streams need, write corpora.json."""
     if source == "synthetic":
         root = synthetic.make_synthetic(resources, chars_per_language=synthetic_chars,
-                                        words_per_domain=synthetic_words)
+                                        words_per_domain=synthetic_words, top_words=top_words)
     else:
         from reprobench.calm import download
 
-        root = download.prepare(resources)
+        root = download.prepare(resources, top_words)
     info = {}
     for dataset in datasets:
         split_dir = Path(root) / f"{SPLITS[dataset]}_{SPLIT}"
@@ -77,13 +78,14 @@ def user_class(spec: str):
         raise ConfigError("calm.models", f"cannot import the user model '{spec}' ({exc})") from None
 
 
-def build_learner(model: str, dataset: str, lam: int, vocab: int, variant: str, size_factor: float):
+def build_learner(model: str, dataset: str, lam: int, vocab: int, variant: str, size_factor: float,
+                  max_gate_steps: int = 0):
     """A paper model from the zoo, or a user's class: built as cls(vocab); used as it is when it has `learn` (a
     learner with the interface of reprobench.calm.learners), else wrapped as a language model
     `forward(x, hidden) -> (logits, hidden)` in the single-model learner (Adam 1e-3, clip 1.0, li 1; corrected
     scores in eval mode)."""
     if model in zoo.MODELS:
-        return zoo.build(model, dataset, lam, vocab, variant, size_factor)
+        return zoo.build(model, dataset, lam, vocab, variant, size_factor, max_gate_steps)
     from reprobench.calm.learners import SingleLearner
 
     obj = user_class(model)(vocab)
@@ -91,8 +93,8 @@ def build_learner(model: str, dataset: str, lam: int, vocab: int, variant: str, 
 
 
 def train_run(corpora_json: str, dataset: str, lam: int, model: str, variant: str, seed: int, n_fragments: int,
-              window: int, size_factor: float, out: str, scale: str, device: str, checkpoint: str | None = None,
-              checkpoint_every_s: float = 600.0) -> None:
+              window: int, size_factor: float, max_gate_steps: int, out: str, scale: str, device: str,
+              checkpoint: str | None = None, checkpoint_every_s: float = 600.0) -> None:
     import torch
 
     from reprobench.calm.online import run_online
@@ -104,7 +106,7 @@ def train_run(corpora_json: str, dataset: str, lam: int, model: str, variant: st
     if len(vocab) != info["vocabulary"]:
         raise ReprobenchError(f"{info['split_dir']}: vocabulary changed since {corpora_json} was written")
     torch.manual_seed(seed)  # the reference seeds torch, then builds the model, then the stream
-    learner = build_learner(model, dataset, lam, len(vocab), variant, size_factor)
+    learner = build_learner(model, dataset, lam, len(vocab), variant, size_factor, max_gate_steps)
     if hasattr(learner, "to"):  # built on the CPU, so that parameters do not depend on the device
         learner.to(device)
     try:
@@ -112,7 +114,7 @@ def train_run(corpora_json: str, dataset: str, lam: int, model: str, variant: st
     except CorpusTooShortError as exc:
         raise ReprobenchError(f"calm.lambdas.{dataset} = {lam}: {exc}") from None
     identity = {"dataset": dataset, "lam": lam, "model": model, "variant": variant, "seed": seed,
-                "n_fragments": n_fragments, "window": window, "size_factor": size_factor}
+                "n_fragments": n_fragments, "window": window, "size_factor": size_factor, "max_gate_steps": max_gate_steps}
     with Timer() as timer:
         result = run_online(learner, stream, device, checkpoint, identity, checkpoint_every_s,
                             desc=f"calm {dataset} {lam} {model} {variant} seed {seed}")
@@ -123,7 +125,8 @@ def train_run(corpora_json: str, dataset: str, lam: int, model: str, variant: st
               ("stream", "switch", first)]
     if result.weights is not None:
         series += [("stream", f"weight_{i:02d}", result.weights[:, i]) for i in range(result.weights.shape[1])]
-    cfg = zoo.config(model, dataset, lam, size_factor).__dict__ if model in zoo.MODELS else {"user_class": model}
+    cfg = zoo.config(model, dataset, lam, size_factor, max_gate_steps).__dict__ if model in zoo.MODELS \
+        else {"user_class": model}
     record = curves.provenance(
         paper=PAPER.id, experiment=dataset, model=model, seed=seed, scale=scale, variant=variant,
         setting={"dataset": dataset, "lambda": lam, "classes": list(stream.class_names),

@@ -170,13 +170,18 @@ def _raw_files(root: Path, chars_per_language: int, words_per_domain: int, seed:
     return news, paths
 
 
-def make_synthetic(root, chars_per_language: int = 500_000, words_per_domain: int = 600_000, seed: int = 0) -> Path:
+def make_synthetic(root, chars_per_language: int = 500_000, words_per_domain: int = 600_000, seed: int = 0,
+                   top_words: int = corpora.TOP_WORDS) -> Path:
     """Write the stand-in at `root` (raw files, news_{dev,test}, domain_{dev,test}); the same arguments give the
     same files. Half of each raw file goes to each split. The defaults give each split about 250k characters per
     language and 300k words per domain, enough for lambda = 10k streams. A stand-in already there with the same
-    arguments is kept; one with others is replaced; a folder that is not a stand-in is never touched."""
+    arguments is kept; one with others is replaced; a folder that is not a stand-in is never touched. top_words is
+    the word vocabulary's cut per domain (the reference's 25K; the small scale takes fewer, so that the word-level
+    output layers of 30 experts stay small)."""
     root = Path(root)
     params = {"chars_per_language": chars_per_language, "words_per_domain": words_per_domain, "seed": seed}
+    if top_words != corpora.TOP_WORDS:  # the note of a default stand-in stays as before
+        params["top_words"] = top_words
     note = ("Synthetic stand-in for the CALM corpora made by reprobench (reprobench.calm.synthetic); not WMT09 news, "
             "Europarl, the BNC or WikiText-103.\n" + json.dumps(params, sort_keys=True) + "\n")
     if (root / SYNTHETIC_MARKER).exists():
@@ -190,7 +195,7 @@ def make_synthetic(root, chars_per_language: int = 500_000, words_per_domain: in
     try:
         news, domains = _raw_files(tmp, chars_per_language, words_per_domain, seed)
         corpora.prepare_multilingual(news, tmp)
-        corpora.prepare_multidomain(domains, tmp)
+        corpora.prepare_multidomain(domains, tmp, top=top_words)
         for folder in [tmp, *(p for p in tmp.rglob("*") if p.is_dir())]:
             (folder / SYNTHETIC_MARKER).write_text(note)
         if root.exists():

@@ -6,7 +6,7 @@ paper lambda): hidden size(s), learning rate, dropout, learn iterations li, and 
 options. Where the command lines hold several rows for one Table 1 entry, the row matching Appendix E's Table 2
 sizes is taken (D15), and where they hold none, the nearest documented setting (each such choice is commented).
 Mixtures ignore --dropout: their experts always use 0.2 (D17). `size_factor` < 1 shrinks every width (embedding,
-hidden, gate) for the small scales; N, K, li, k and the learning rates stay.
+hidden, gate) for the small scales, and `max_gate_steps` caps k; N, K, li and the learning rates stay.
 """
 
 from __future__ import annotations
@@ -129,7 +129,9 @@ def paper_lambda(dataset: str, lam: int) -> int:
     return max(below) if below else min(PAPER_LAMBDAS[dataset])
 
 
-def config(model: str, dataset: str, lam: int, size_factor: float = 1.0) -> ModelConfig:
+def config(model: str, dataset: str, lam: int, size_factor: float = 1.0, max_gate_steps: int = 0) -> ModelConfig:
+    """The setting of a run; `size_factor` scales the widths, `max_gate_steps` > 0 caps the plastic gate's k (the
+    small scale's knob: k = 100 gate steps per pass dominate a CPU run)."""
     if model not in MODELS:
         raise ConfigError("calm.models", f"unknown model '{model}' (known: {', '.join(MODELS)})")
     if dataset not in DATASETS:
@@ -137,6 +139,8 @@ def config(model: str, dataset: str, lam: int, size_factor: float = 1.0) -> Mode
     cfg = CONFIGS[(model, dataset, paper_lambda(dataset, lam))]
     if size_factor != 1.0:
         cfg = replace(cfg, nhid=scaled(cfg.nhid, size_factor), gate_nhid=scaled(cfg.gate_nhid, size_factor))
+    if max_gate_steps:
+        cfg = replace(cfg, gate_steps=min(cfg.gate_steps, max_gate_steps))
     return cfg
 
 
@@ -145,14 +149,15 @@ def scaled(width: int, factor: float) -> int:
     return 0 if width == 0 else max(4, round(width * factor))
 
 
-def build(model: str, dataset: str, lam: int, vocab: int, variant: str, size_factor: float = 1.0):
+def build(model: str, dataset: str, lam: int, vocab: int, variant: str, size_factor: float = 1.0,
+          max_gate_steps: int = 0):
     """A fresh learner for one run, its parameters drawn from torch's global generator (seed it first, as the
     reference did before building the model). Variants: see reprobench.calm.learners."""
     from reprobench.calm import learners, models
 
     if variant not in VARIANTS:
         raise ConfigError("calm.variants", f"unknown variant '{variant}' (known: {', '.join(VARIANTS)})")
-    cfg = config(model, dataset, lam, size_factor)
+    cfg = config(model, dataset, lam, size_factor, max_gate_steps)
     corrected = variant == "corrected"
     emsize = scaled(EMSIZE, size_factor)
     if cfg.arch == "single":
