@@ -70,13 +70,17 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
     jobs = group_jobs(out)
     training = {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", out.split("Job stats:")[1].split("\n\n")[0],
                                                         re.M) if rule in profile["groups"]}
-    # arith 10 + 76; WADE 10 tasks x 100 seeds x (reservoir, sequence); IMDB 5 models x 50 seeds
-    assert sum(len(rules) for _, rules, _ in jobs) == sum(training.values()) == 10 + 76 + 10 * 100 * 2 + 5 * 50
+    # arith 10 + 76; WADE 10 tasks x 100 seeds x (reservoir, sequence); IMDB 5 models x 50 seeds; CALM 13 models x
+    # 4 (dataset, lambda) x 2 variants x 10 seeds, but 8 and 7 seeds for the two 30-expert MoE rows on MultiDomain
+    calm_runs = 2 * (13 * 4 * 10 - 2 * (2 + 3))
+    assert training["calm_train"] == calm_runs == 1020
+    assert sum(len(rules) for _, rules, _ in jobs) == sum(training.values()) == 10 + 76 + 10 * 100 * 2 + 5 * 50 \
+        + calm_runs
     for group, rules, resources in jobs:
         assert all(profile["groups"][rule] == group for rule in rules)
         assert resources and all(re.search(r"\bgpu=1\b", r) and "slurm_partition=gpu" in r and "slurm_account=acct" in r
                                  for r in resources)
-    assert profile["group-components"] == {"arith_gpu": 4, "wade_gpu": 4}
+    assert profile["group-components"] == {"arith_gpu": 4, "wade_gpu": 4, "calm_gpu": 1}
     assert profile["set-resource-scopes"] == {"gpu": "local"} and profile["resources"] == {"gpu": 1}
 
 
@@ -163,6 +167,22 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
     assert "## arith:" in summary and "## wade:" in summary and "UNEXPLAINED" not in summary
     compared = len(comparison)
     assert f"{compared} published numbers compared" in summary
+    # CALM: every table and figure, a user's model (tests/plugins) next to the paper's, all said to be synthetic.
+    for name in ("table1", "table2_model_sizes", "table4_std"):
+        for ext in ("md", "csv", "tex"):
+            assert (results / f"calm/tables/{name}.{ext}").stat().st_size > 0
+    for name in ("figure1b_multilingual_switch", "figure1c_multidomain_switch", "figure1d_mixture_weights",
+                 "figure1e_weight_correlation", "figure4_multidomain_analysis"):
+        for ext in ("png", "pdf"):
+            assert (results / f"calm/figures/{name}.{ext}").stat().st_size > 0
+    table1 = (results / "calm/tables/table1.md").read_text()
+    assert "| faithful | PoE+PW 30 |" in table1 and "| faithful | tiny_user_lm.TinyLM |" in table1
+    assert "SYNTHETIC STAND-IN" in table1
+    calm_comparison = pd.read_csv(results / "calm/comparison.csv")
+    assert {"table1", "table2_model_sizes", "figure4"} <= set(calm_comparison["result"])
+    assert not calm_comparison[calm_comparison["result"] != "table2_model_sizes"]["informative"].any()
+    assert "## calm:" in summary
+    assert len(list((results / "calm/curves").rglob("*.parquet"))) == 2 * 2 * 2  # datasets x models x seeds
     # Curves: one file per seed, readable, with provenance, hive-readable as one dataset.
     wade_curves = list((results / "wade/curves").rglob("*.parquet"))
     assert len(wade_curves) == 2 * 2 * (2 + 1 + 4) + 2 * 2  # tasks x seeds x (2 rules, ESN, 4 trained) + IMDB

@@ -92,8 +92,8 @@ def cmd_train(args) -> None:
 
     device = choose_device(args.device, args.threads)
     runs.train_run(args.corpora, args.dataset, args.lam, args.model, args.variant, args.seed, args.n_fragments,
-                   args.window, args.size_factor, args.max_gate_steps, args.out, args.scale, str(device), args.checkpoint,
-                   args.checkpoint_minutes * 60)
+                   args.window, args.size_factor, args.max_gate_steps, args.out, args.scale, str(device),
+                   args.checkpoint, args.checkpoint_minutes * 60)
 
 
 def cmd_aggregate(args) -> None:

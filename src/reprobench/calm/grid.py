@@ -83,9 +83,9 @@ class Grid:
         """Every table; the figures whose runs the config asks for (Figure 1(b)/(d, e) need MultiLingual, 1(c) and 4
         MultiDomain, and 1(d, e) and 4 the PoE+PW 30 model)."""
         datasets, weights = self.cfg["datasets"], "poe_pw_30" in self.cfg["models"]
-        wanted = {"figure1b": "multilingual" in datasets, "figure1c": "multidomain" in datasets,
-                  "figure1d": weights and "multilingual" in datasets, "figure1e": weights and "multilingual" in datasets,
-                  "figure4": weights and "multidomain" in datasets}
+        lingual, domain = "multilingual" in datasets, "multidomain" in datasets
+        wanted = {"figure1b": lingual, "figure1c": domain, "figure1d": weights and lingual,
+                  "figure1e": weights and lingual, "figure4": weights and domain}
         return Targets(tables=list(TABLES.values()), figures=[FIGURES[k] for k, ok in wanted.items() if ok],
                        comparisons=[COMPARISON])
 

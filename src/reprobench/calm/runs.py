@@ -54,8 +54,9 @@ def prepare(source: str, resources: str, datasets: list[str], plan: dict[str, li
                                   f"with {n_fragments} fragments") from None
         info[dataset] = {"split_dir": str(split_dir), "vocabulary": len(vocab), "classes": names, "ntokens": need,
                          "synthetic": synthetic.is_synthetic(split_dir), "level": corpora.level_of(split_dir)}
+        stand_in = " (SYNTHETIC STAND-IN)" if info[dataset]["synthetic"] else ""
         log(f"{dataset}: {len(names)} classes, vocabulary {len(vocab)}, "
-            f"{sum(len(t) for t in tokens.values())} tokens tokenised{' (SYNTHETIC STAND-IN)' if info[dataset]['synthetic'] else ''}")
+            f"{sum(len(t) for t in tokens.values())} tokens tokenised{stand_in}")
     write_text(out, json.dumps({"paper": PAPER.id, "source": source, "datasets": info}, indent=1) + "\n")
     return info
 
@@ -114,7 +115,8 @@ def train_run(corpora_json: str, dataset: str, lam: int, model: str, variant: st
     except CorpusTooShortError as exc:
         raise ReprobenchError(f"calm.lambdas.{dataset} = {lam}: {exc}") from None
     identity = {"dataset": dataset, "lam": lam, "model": model, "variant": variant, "seed": seed,
-                "n_fragments": n_fragments, "window": window, "size_factor": size_factor, "max_gate_steps": max_gate_steps}
+                "n_fragments": n_fragments, "window": window, "size_factor": size_factor,
+                "max_gate_steps": max_gate_steps}
     with Timer() as timer:
         result = run_online(learner, stream, device, checkpoint, identity, checkpoint_every_s,
                             desc=f"calm {dataset} {lam} {model} {variant} seed {seed}")
