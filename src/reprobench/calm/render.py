@@ -25,6 +25,11 @@ def _label(model: str) -> str:
     return zoo.LABELS.get(model, model)
 
 
+def _lam(lam: int) -> str:
+    """10000 -> '10k' (the paper's labels), 200 -> '200'."""
+    return f"{lam // 1000}k" if lam % 1000 == 0 else str(lam)
+
+
 def _settings(runs: pd.DataFrame) -> list[tuple[str, int]]:
     return sorted({(d, int(lam)) for d, lam in zip(runs["dataset"], runs["lambda"])},
                   key=lambda s: (zoo.DATASETS.index(s[0]), s[1]))
@@ -49,7 +54,7 @@ def _grouped(runs: pd.DataFrame, stat: str) -> pd.DataFrame:
 def _metric_table(runs: pd.DataFrame, stem: str, stat: str) -> list[str]:
     """One row per (variant, model), a column per (dataset, lambda, metric): Table 1's layout."""
     stats, settings = _grouped(runs, stat), _settings(runs)
-    header = ["Variant", "Model"] + [f"{d} {lam // 1000}k {name}" for d, lam in settings for _, name in METRICS]
+    header = ["Variant", "Model"] + [f"{d} λ={_lam(lam)} {name}" for d, lam in settings for _, name in METRICS]
     rows, bold, data = [], set(), []
     for variant in [v for v in zoo.VARIANTS if v in set(runs["variant"])]:
         block = []
@@ -270,7 +275,7 @@ def comparison_rows(runs: pd.DataFrame, weight_curves: dict[str, str] | None = N
         ours = runs[(runs["model"] == p.model) & (runs["dataset"] == p.dataset) & (runs["lambda"] == lam)]
         metric = published.METRICS[p.metric]
         for variant, g in ours.groupby("variant"):
-            label = f"{p.dataset} {lam // 1000}k/{_label(p.model)}"
+            label = f"{p.dataset} {_lam(lam)}/{_label(p.model)}"
             std = p.std if not pd.isna(p.std) else np.nan
             rows.append(compare.row(
                 benchmark="calm", result="table1", row=label, metric=p.metric,
