@@ -126,6 +126,8 @@ def test_two_learn_iterations_are_two_adam_steps():
             torch.testing.assert_close(first, loss.detach())
         opt.zero_grad()
         loss.backward()
+        for group in opt.param_groups:  # HEAD's schedule, base --lr, default warm-up 40
+            group["lr"] = lr_at(it + 1, 1e-2, 40)
         opt.step()
     for p, q in zip(model.parameters(), replay.parameters()):
         torch.testing.assert_close(p, q)
