@@ -28,7 +28,8 @@ TABLE_FORMATS, FIGURE_FORMATS = (".md", ".csv", ".tex"), (".png", ".pdf")
 _PAPER = "Kruszewski, Sorodoc & Mikolov (2021)"
 TABLES = {
     "table1": Product("Table 1", f"{ROOT}/tables/table1", TABLE_FORMATS,
-                      f"Table 1 of {_PAPER}: ppl, ppl@sw (k = 10 batches) and rec (batches to recover) of every model "
+                      f"Table 1 of {_PAPER}: perplexity (ppl), perplexity over the first k = 10 batches after a switch "
+                      "(ppl at sw) and batches to recover (rec) of every model "
                       "on MultiLingual and MultiDomain at each lambda, means over seeds (second half of the stream)."),
     "table2_model_sizes": Product("Table 2 (Appendix E)", f"{ROOT}/tables/table2_model_sizes", TABLE_FORMATS,
                                   f"Appendix E, Table 2 of {_PAPER}: hidden size and parameter count of every model "
