@@ -113,9 +113,10 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
     assert len(submitted) == len(set(submitted))
     for rule in TRAINING_RULES:
         assert sum(job.startswith(f"{rule}:") for job in submitted) == stats.get(rule, 0), rule
-    assert sum(stats.get(rule, 0) for rule in TRAINING_RULES) == 3 + 16 + 8 + 4  # arith 3 + 16, WADE 8 + IMDB 4
+    # arith 3 + 16, WADE 8 + IMDB 4, CALM 2 datasets x 2 models (PoE+PW 30, the user's) x 2 seeds
+    assert sum(stats.get(rule, 0) for rule in TRAINING_RULES) == 3 + 16 + 8 + 4 + 8
     for call in calls:
-        group = re.search(r"--comment rule_(arith_gpu|wade_gpu)_", call["options"]).group(1)
+        group = re.search(r"--comment rule_(arith_gpu|wade_gpu|calm_gpu)_", call["options"]).group(1)
         rules = {job.split(":")[0] for job in call["jobs"]}
         assert rules <= GROUPS[group] and 1 <= len(call["jobs"]) <= PROFILE["group-components"][group]
         # The real request: one GPU per grouped job, on the GPU partition, charged to the site's account.
@@ -132,7 +133,8 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
     assert set(job_ids) == set(slurm_logs)
     in_slurm = set(re.findall(r"results/[^\s,]+?\.parquet", "\n".join(slurm_logs.values())))
     curves = {str(p.relative_to(tmp_path)) for p in (tmp_path / "results").glob("*/curves/**/*.parquet")}
-    assert len(curves) == (3 + 16) * 2 + 2 * 2 * (2 + 1 + 4) + 2 * 2  # arith jobs x seeds; WADE as in test_workflow
+    # arith jobs x seeds; WADE as in test_workflow; CALM one curve per job
+    assert len(curves) == (3 + 16) * 2 + 2 * 2 * (2 + 1 + 4) + 2 * 2 + 8
     assert curves <= in_slurm
     assert set(re.findall(r"^\s*rule (\w+):", "\n".join(slurm_logs.values()), re.M)) <= TRAINING_RULES
 
