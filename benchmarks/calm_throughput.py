@@ -173,50 +173,40 @@ DATASETS = {  # (dataset, lambda): vocabulary, batches per run = 1.1 x total_len
     ("domain", "20k"): (58_000, 11_000),
 }
 
-# One row per (model, dataset, lambda) from spec 3.9: (kind, N, nhid, li, k gate steps, gate LSTM size g or MoS K).
-# kind: "lm" a single LSTM LM, "ind" Ind. LSTM (N modules, but only the oracle's one runs per batch), "mos",
-# "mix" a PoE/MoE mixture (every module runs every batch). Where 3.9 lists several sizes, the Table 1 one is the
-# parameter-matched one of 3.10 (news Large 1300, Ind. 5 x 550; domain Large 5200, Ind. 4 x 1800).
-# Ensemble 5 has no row in 3.9: it takes the 5-module size of the dataset's other 5-module PoE models (news 550,
-# domain 1600) and Ensemble 30's li.
-GRID = {
-    ("news", "10k"): {
-        "Ind. LSTM": ("ind", 5, 550, 5, 0, 0), "Large LSTM": ("lm", 1, 1300, 2, 0, 0),
-        "MoS": ("mos", 1, 500, 2, 0, 75),
-        "Ensemble 5": ("mix", 5, 550, 2, 0, 0), "Ensemble 30": ("mix", 30, 200, 2, 0, 0),
-        "PoE 5": ("mix", 5, 550, 2, 0, 100), "PoE 30": ("mix", 30, 200, 2, 0, 200),
-        "PoE+PW 5": ("mix", 5, 550, 2, 100, 0), "PoE+PW 30": ("mix", 30, 200, 2, 10, 0),
-        "MoE 5": ("mix", 5, 550, 1, 0, 10), "MoE 30": ("mix", 30, 200, 1, 0, 10),
-        "MoE+PW 5": ("mix", 5, 550, 1, 100, 0), "MoE+PW 30": ("mix", 30, 200, 1, 100, 0),
-    },
-    ("news", "100k"): {
-        "Ind. LSTM": ("ind", 5, 550, 2, 0, 0), "Large LSTM": ("lm", 1, 1300, 1, 0, 0),
-        "MoS": ("mos", 1, 500, 2, 0, 75),
-        "Ensemble 5": ("mix", 5, 550, 1, 0, 0), "Ensemble 30": ("mix", 30, 200, 1, 0, 0),
-        "PoE 5": ("mix", 5, 550, 1, 0, 200), "PoE 30": ("mix", 30, 200, 1, 0, 200),
-        "PoE+PW 5": ("mix", 5, 550, 1, 100, 0), "PoE+PW 30": ("mix", 30, 200, 1, 100, 0),
-        "MoE 5": ("mix", 5, 550, 1, 0, 10), "MoE 30": ("mix", 30, 200, 1, 0, 10),
-        "MoE+PW 5": ("mix", 5, 550, 1, 100, 0), "MoE+PW 30": ("mix", 30, 200, 1, 100, 0),
-    },
-    ("domain", "10k"): {
-        "Ind. LSTM": ("ind", 4, 1800, 2, 0, 0), "Large LSTM": ("lm", 1, 5200, 5, 0, 0),
-        "MoS": ("mos", 1, 4750, 2, 0, 2),
-        "Ensemble 5": ("mix", 5, 1600, 2, 0, 0), "Ensemble 30": ("mix", 30, 200, 2, 0, 0),
-        "PoE 5": ("mix", 5, 1600, 2, 0, 50), "PoE 30": ("mix", 30, 200, 2, 0, 200),
-        "PoE+PW 5": ("mix", 5, 1600, 1, 100, 0), "PoE+PW 30": ("mix", 30, 200, 2, 100, 0),
-        "MoE 5": ("mix", 5, 550, 1, 0, 10), "MoE 30": ("mix", 30, 200, 1, 0, 10),
-        "MoE+PW 5": ("mix", 5, 550, 1, 100, 0), "MoE+PW 30": ("mix", 30, 200, 1, 100, 0),
-    },
-    ("domain", "20k"): {
-        "Ind. LSTM": ("ind", 4, 1800, 2, 0, 0), "Large LSTM": ("lm", 1, 5200, 1, 0, 0),
-        "MoS": ("mos", 1, 4750, 2, 0, 2),
-        "Ensemble 5": ("mix", 5, 1600, 2, 0, 0), "Ensemble 30": ("mix", 30, 200, 2, 0, 0),
-        "PoE 5": ("mix", 5, 1600, 1, 0, 200), "PoE 30": ("mix", 30, 200, 2, 0, 200),
-        "PoE+PW 5": ("mix", 5, 1600, 1, 100, 0), "PoE+PW 30": ("mix", 30, 200, 1, 100, 0),
-        "MoE 5": ("mix", 5, 550, 1, 0, 10), "MoE 30": ("mix", 30, 200, 1, 0, 10),
-        "MoE+PW 5": ("mix", 5, 550, 1, 100, 0), "MoE+PW 30": ("mix", 30, 200, 1, 100, 0),
-    },
-}
+# One row per (model, dataset, lambda): (kind, N, nhid, li, k gate steps, gate LSTM size g or MoS K), read from the
+# settings the pipeline runs (reprobench.calm.zoo.CONFIGS, spec 3.9). kind: "lm" a single LSTM LM, "ind" Ind. LSTM
+# (one module per class, but only the oracle's one runs per batch), "mos", "mix" a PoE/MoE mixture (every module runs
+# every batch).
+SETTINGS = {("news", "10k"): ("multilingual", 10_000), ("news", "100k"): ("multilingual", 100_000),
+            ("domain", "10k"): ("multidomain", 10_000), ("domain", "20k"): ("multidomain", 20_000)}
+N_CLASSES = {"multilingual": 5, "multidomain": 4}
+
+
+def grid_row(cfg) -> tuple:
+    """A zoo.ModelConfig as a FLOP-count row (Ind. LSTM is completed by the caller, which knows the classes)."""
+    if cfg.arch == "single":
+        return ("lm", 1, cfg.nhid, cfg.li, 0, 0)
+    if cfg.arch == "mos":
+        return ("mos", 1, cfg.nhid, cfg.li, 0, cfg.n_components)
+    k = cfg.gate_steps if cfg.gate == "grad" else 0
+    return ("mix", cfg.n_experts, cfg.nhid, cfg.li, k, cfg.gate_nhid)
+
+
+def table1_grid() -> dict:
+    from reprobench.calm import zoo
+
+    grid = {}
+    for key, (dataset, lam) in SETTINGS.items():
+        rows = {}
+        for model in zoo.MODELS:
+            cfg = zoo.CONFIGS[model, dataset, lam]
+            row = grid_row(cfg)
+            rows[zoo.LABELS[model]] = ("ind", N_CLASSES[dataset], *row[2:]) if cfg.arch == "per_class" else row
+        grid[key] = rows
+    return grid
+
+
+GRID = table1_grid()
 
 
 def flops_per_token(row, vocab: int) -> float:

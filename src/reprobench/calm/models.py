@@ -80,6 +80,14 @@ def lstm_gate_n_parameters(vocab: int, n_experts: int, nhid: int, emsize: int = 
     return emsize * vocab + 4 * g * (emsize + g) + 8 * g + (g + 1) * n + n
 
 
+@torch.no_grad()
+def init_embedding_and_decoder(encoder: nn.Embedding, decoder: nn.Linear) -> None:
+    """lifelonglm's init_weights: embedding and decoder weight U(-0.1, 0.1), decoder bias 0, in that draw order."""
+    encoder.weight.uniform_(-INIT_RANGE, INIT_RANGE)
+    decoder.bias.zero_()
+    decoder.weight.uniform_(-INIT_RANGE, INIT_RANGE)
+
+
 # --- the module LM (3.1) ----------------------------------------------------------------------------------------
 
 
@@ -97,10 +105,7 @@ class LSTMLM(nn.Module):
         self.init_weights()
 
     def init_weights(self) -> None:
-        with torch.no_grad():
-            self.encoder.weight.uniform_(-INIT_RANGE, INIT_RANGE)
-            self.decoder.bias.zero_()
-            self.decoder.weight.uniform_(-INIT_RANGE, INIT_RANGE)
+        init_embedding_and_decoder(self.encoder, self.decoder)
 
     def init_hidden(self, batch: int) -> Hidden:
         w = self.decoder.weight

@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from reprobench.calm.models import INIT_RANGE
+from reprobench.calm.models import init_embedding_and_decoder
 
 MAGIC_LR = 42  # --lr 42 selects the base d^-0.5 of the warm-up schedule (HEAD)
 CONTEXT = 512  # tokens per stream kept in the buffer (HEAD, Appendix C)
@@ -72,10 +72,7 @@ class TransformerLM(nn.Module):
         self.init_weights()
 
     def init_weights(self) -> None:
-        with torch.no_grad():
-            self.encoder.weight.uniform_(-INIT_RANGE, INIT_RANGE)
-            self.decoder.bias.zero_()
-            self.decoder.weight.uniform_(-INIT_RANGE, INIT_RANGE)
+        init_embedding_and_decoder(self.encoder, self.decoder)
 
     def trunk(self, x: Tensor) -> Tensor:
         """The encoder's output (T, b, d), before the decoder."""
