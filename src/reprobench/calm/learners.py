@@ -270,16 +270,18 @@ class MixtureLearner:
         first = self._score_eval(x, y) if self.score_eval else None
         z, new_state = self._expert_outputs(x, state)
         raw, log_w, new_gate_state = self._weights(x, gate_state)
+        loss = self._loss(z, *self._detached(raw, log_w), y)  # the experts' loss: gate weights detached
         if first is None:
-            first = self._loss(z, *self._detached(raw, log_w), y).detach()
+            first = loss.detach()
         self.last_weights = (raw if log_w is None else log_w.exp()).detach()
         for it in range(self.li):
-            self._train_experts(self._loss(z, *self._detached(raw, log_w), y))
+            self._train_experts(loss)
             self._train_gate(x, z.detach(), raw, log_w, gate_state, y)
             if it < self.li - 1:
                 # D9: the reference's mixtures re-predict from the post-window expert state (faithful)
                 z, new_state = self._expert_outputs(x, state if self.restore_state else detach_hidden(new_state))
                 raw, log_w, new_gate_state = self._weights(x, gate_state)
+                loss = self._loss(z, *self._detached(raw, log_w), y)
         self.hidden = detach_hidden(new_state)
         self.gate_hidden = None if new_gate_state is None else detach_hidden(new_gate_state)
         return first
