@@ -42,3 +42,18 @@ def test_class_correlation_uses_the_last_batches_of_each_fragment():
     corr, means = render.class_weight_correlation(pd.DataFrame(rows), cols, ["a", "b", "c"], window=2)
     np.testing.assert_allclose(means.loc[0].to_numpy(), [1, 2, 3])
     assert corr.loc["a", "b"] == pytest.approx(-1.0) and corr.loc["a", "c"] == pytest.approx(1.0)
+
+
+def test_appendix_c_compares_the_transformer_at_the_paper_lambdas_only():
+    rows = [dict(dataset="multilingual", model="transformer", variant="faithful", seed=s, split="dev", total_pp=p,
+                 synthetic=False, scale="paper") for s, (lam, p) in enumerate([(10_000, 12.0), (10_000, 14.0),
+                                                                                (200, 3.0), (200, 5.0)])]
+    for r, lam in zip(rows, [10_000, 10_000, 200, 200]):
+        r["lambda"] = lam
+    rows.append(dict(rows[2], model="poe_pw_30", split="test", total_pp=99.0))  # a Table 1 run: not in it
+    table = render.appendix_c_rows(pd.DataFrame(rows))
+    assert [(r["lambda"], r["n_runs"], r["ppl_mean"]) for r in table] == [(200, 2, 4.0), (10_000, 2, 13.0)]
+    assert table[1]["ppl_std"] == pytest.approx(2**0.5) and table[1]["published_best_ppl"] == 13.2
+    assert np.isnan(table[0]["published_best_ppl"])  # Appendix C has no number at lambda 200
+    compared = [r for r in render.comparison_rows(pd.DataFrame(rows)) if r["result"] == "appendix_c_transformer"]
+    assert len(compared) == 1 and compared[0]["within"] and compared[0]["deviation"] == "C21"

@@ -56,7 +56,7 @@ def test_a_lambda_the_corpus_cannot_hold_stops_naming_it_and_writes_nothing(prep
 
 def test_a_user_learner_runs_the_online_protocol_into_a_curve(prepared, tmp_path):
     _, corpora_json = prepared
-    vocab = json.loads(corpora_json.read_text())["datasets"]["multilingual"]["vocabulary"]
+    vocab = json.loads(corpora_json.read_text())["splits"]["test"]["multilingual"]["vocabulary"]
     sys.modules[__name__].ConstantLearner = ConstantLearner
     out = tmp_path / "curve.parquet"
     runs.train_run(str(corpora_json), "multilingual", 200, f"{__name__}:ConstantLearner", "faithful", 0, 20, 20,

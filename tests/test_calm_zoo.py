@@ -65,7 +65,8 @@ def test_table2_counts_worked_out_by_hand():
 def test_comparison_of_counts_within_the_published_rounding():
     import pandas as pd
 
-    runs = pd.DataFrame(columns=["model", "dataset", "lambda", "variant", "synthetic"] + [m for m, _ in render.METRICS])
+    runs = pd.DataFrame(columns=["model", "dataset", "lambda", "variant", "synthetic", "split"]
+                        + [m for m, _ in render.METRICS])
     runs["synthetic"] = runs["synthetic"].astype(bool)
     rows = {r["row"]: r for r in render.comparison_rows(runs) if r["result"] == "table2_model_sizes"}
     assert rows["multilingual/LSTM"]["within"] and rows["multidomain/LSTM"]["within"]
@@ -106,3 +107,44 @@ def test_zoo_builds_each_architecture():
     assert kinds["large_lstm"] is kinds["mos"] is learners.SingleLearner
     assert {kinds[m] for m in zoo.MODELS if "_" in m and m.split("_")[0] in ("ensemble", "poe", "moe")} \
         == {learners.MixtureLearner}
+
+
+@pytest.mark.parametrize("key, expected", [
+    (("transformer", "multilingual", 10_000), dict(nhid=2048, n_heads=32, n_layers=3, lr=42, li=5)),
+    (("transformer", "multilingual", 100_000), dict(nhid=2048, n_heads=32, n_layers=1, lr=1e-3, li=5)),
+    (("transformer", "multidomain", 10_000), dict(nhid=768, n_heads=16, n_layers=1, lr=1e-3, li=2)),
+    (("transformer", "multidomain", 20_000), dict(nhid=768, n_heads=16, n_layers=3, lr=42, li=5)),
+])
+def test_the_transformer_has_the_test_command_lines_and_runs_on_the_dev_halves(key, expected):
+    cfg = zoo.CONFIGS[key]
+    for field, value in expected.items():
+        assert getattr(cfg, field) == value, field
+    assert cfg.dropout == 0.1 and cfg.lr_warmup == 40 and cfg.split == "dev"
+    assert zoo.bptt("transformer", 100) == 100 and zoo.bptt("poe_30", 100) == 20  # --bptt 100 vs 20
+
+
+def test_a_shrunk_transformer_has_fewer_heads_and_keeps_d_a_multiple_of_them():
+    small = zoo.config("transformer", "multilingual", 200, 0.05)
+    assert (small.n_heads, small.nhid) == (2, 102)  # 32 x 0.05 = 1.6 -> 2 heads; 2048 x 0.05 = 102.4 -> 51 per head
+    small = zoo.config("transformer", "multidomain", 200, 0.05)
+    assert (small.n_heads, small.nhid) == (1, 38)  # 16 x 0.05 = 0.8 -> 1 head; 768 x 0.05 = 38.4
+    small = zoo.config("transformer", "multidomain", 200, 0.001)
+    assert (small.n_heads, small.nhid) == (1, 1)  # at least one head of one feature
+    torch.manual_seed(0)
+    learner = zoo.build("transformer", "multilingual", 200, 11, "corrected", 0.05)
+    assert learner.model.d_model == 102 and learner.score_eval and learner.context == 26  # 512 x 0.05 = 25.6
+    assert zoo.build("transformer", "multilingual", 10_000, 11, "faithful").context == 512
+    assert len(learner.model.transformer.layers) == 3 and learner.base == 102**-0.5  # lr 42: base d^-0.5
+
+
+def test_the_grid_tokenises_the_dev_halves_only_for_the_transformer():
+    assert grid.Grid(section()).splits() == ["test"]
+    g = grid.Grid(section(models=["poe_pw_30", "transformer"]))
+    assert g.splits() == ["test", "dev"]
+    assert "appendix_c_transformer" in [p.stem.split("/")[-1] for p in g.targets().tables]
+    assert "appendix_c_transformer" not in [p.stem.split("/")[-1] for p in grid.Grid(section()).targets().tables]
+    assert g.appendix_d_files() == ["results/calm/samples/appendix_d_poe_pw_30.txt",
+                                    "results/calm/samples/appendix_d_transformer.txt"]
+    assert "results/calm/samples/appendix_a_corpora.txt" in g.targets().files()
+    assert g.sample_curves()[0] == ("results/calm/curves/dataset=multilingual/lambda=10000/model=poe_pw_30/"
+                                    "variant=faithful/seed=0.parquet")

@@ -113,8 +113,8 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
     assert len(submitted) == len(set(submitted))
     for rule in TRAINING_RULES:
         assert sum(job.startswith(f"{rule}:") for job in submitted) == stats.get(rule, 0), rule
-    # arith 3 + 16, WADE 8 + IMDB 4, CALM 2 datasets x 2 models (PoE+PW 30, the user's) x 2 seeds
-    assert sum(stats.get(rule, 0) for rule in TRAINING_RULES) == 3 + 16 + 8 + 4 + 8
+    # arith 3 + 16, WADE 8 + IMDB 4, CALM 2 datasets x 3 models (PoE+PW 30, the Transformer, the user's) x 2 seeds
+    assert sum(stats.get(rule, 0) for rule in TRAINING_RULES) == 3 + 16 + 8 + 4 + 12
     for call in calls:
         group = re.search(r"--comment rule_(arith_gpu|wade_gpu|calm_gpu)_", call["options"]).group(1)
         rules = {job.split(":")[0] for job in call["jobs"]}
@@ -134,7 +134,7 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
     in_slurm = set(re.findall(r"results/[^\s,]+?\.parquet", "\n".join(slurm_logs.values())))
     curves = {str(p.relative_to(tmp_path)) for p in (tmp_path / "results").glob("*/curves/**/*.parquet")}
     # arith jobs x seeds; WADE as in test_workflow; CALM one curve per job
-    assert len(curves) == (3 + 16) * 2 + 2 * 2 * (2 + 1 + 4) + 2 * 2 + 8
+    assert len(curves) == (3 + 16) * 2 + 2 * 2 * (2 + 1 + 4) + 2 * 2 + 12
     assert curves <= in_slurm
     assert set(re.findall(r"^\s*rule (\w+):", "\n".join(slurm_logs.values()), re.M)) <= TRAINING_RULES
 

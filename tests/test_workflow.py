@@ -71,9 +71,10 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
     training = {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", out.split("Job stats:")[1].split("\n\n")[0],
                                                         re.M) if rule in profile["groups"]}
     # arith 10 + 76; WADE 10 tasks x 100 seeds x (reservoir, sequence); IMDB 5 models x 50 seeds; CALM 13 models x
-    # 4 (dataset, lambda) x 2 variants x 10 seeds, but 8 and 7 seeds for the two 30-expert MoE rows on MultiDomain
-    calm_runs = 2 * (13 * 4 * 10 - 2 * (2 + 3))
-    assert training["calm_train"] == calm_runs == 1020
+    # 4 (dataset, lambda) x 2 variants x 10 seeds, but 8 and 7 seeds for the two 30-expert MoE rows on MultiDomain;
+    # the Transformer (Appendix C) adds 4 x 2 x 10
+    calm_runs = 2 * (13 * 4 * 10 - 2 * (2 + 3)) + 4 * 2 * 10
+    assert training["calm_train"] == calm_runs == 1100
     assert sum(len(rules) for _, rules, _ in jobs) == sum(training.values()) == 10 + 76 + 10 * 100 * 2 + 5 * 50 \
         + calm_runs
     for group, rules, resources in jobs:
@@ -168,9 +169,16 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
     compared = len(comparison)
     assert f"{compared} published numbers compared" in summary
     # CALM: every table and figure, a user's model (tests/plugins) next to the paper's, all said to be synthetic.
-    for name in ("table1", "table2_model_sizes", "table4_std"):
+    for name in ("table1", "table2_model_sizes", "table4_std", "appendix_c_transformer"):
         for ext in ("md", "csv", "tex"):
             assert (results / f"calm/tables/{name}.{ext}").stat().st_size > 0
+    assert "| faithful | multilingual | 200 | 2 |" in (results / "calm/tables/appendix_c_transformer.md").read_text()
+    corpora_lines = (results / "calm/samples/appendix_a_corpora.txt").read_text()
+    assert corpora_lines.startswith("SYNTHETIC STAND-IN") and "news.test.fr" in corpora_lines
+    for model in ("poe_pw_30", "transformer", "tiny_user_lm.TinyLM"):
+        text = (results / f"calm/samples/appendix_d_{model}.txt").read_text()
+        assert text.startswith("SYNTHETIC STAND-IN") and "multidomain" in text
+    assert "-- end of the " in (results / "calm/samples/appendix_d_poe_pw_30.txt").read_text()
     for name in ("figure1b_multilingual_switch", "figure1c_multidomain_switch", "figure1d_mixture_weights",
                  "figure1e_weight_correlation", "figure4_multidomain_analysis"):
         for ext in ("png", "pdf"):
@@ -178,13 +186,13 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
     table1 = (results / "calm/tables/table1.md").read_text()
     assert "| multilingual λ=200 ppl |" in table1
     assert "| faithful | PoE+PW 30 |" in table1 and "| faithful | tiny_user_lm:TinyLM |" in table1
-    assert "SYNTHETIC STAND-IN" in table1
+    assert "SYNTHETIC STAND-IN" in table1 and "Transformer" not in table1  # Appendix C's, on the dev halves
     calm_comparison = pd.read_csv(results / "calm/comparison.csv")
     # Table 1 is published at lambda 10k/100k/20k only: the small scale's lambda 200 has no row to compare
     assert set(calm_comparison["result"]) == {"table2_model_sizes", "figure4"}
     assert not calm_comparison[calm_comparison["result"] != "table2_model_sizes"]["informative"].any()
     assert "## calm:" in summary
-    assert len(list((results / "calm/curves").rglob("*.parquet"))) == 2 * 2 * 2  # datasets x models x seeds
+    assert len(list((results / "calm/curves").rglob("*.parquet"))) == 2 * 3 * 2  # datasets x models x seeds
     # Curves: one file per seed, readable, with provenance, hive-readable as one dataset.
     wade_curves = list((results / "wade/curves").rglob("*.parquet"))
     assert len(wade_curves) == 2 * 2 * (2 + 1 + 4) + 2 * 2  # tasks x seeds x (2 rules, ESN, 4 trained) + IMDB

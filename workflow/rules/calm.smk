@@ -1,6 +1,6 @@
 # calm: Kruszewski, Sorodoc & Mikolov (2021), "Evaluating Online Continual Learning with CALM".
 # prepare (corpora, tokenised) -> train (one online run per dataset, lambda, model, variant, seed) -> aggregate ->
-# Tables 1, 2, 4 and Figures 1(b-e), 4 -> compare. Runs, paths and input functions: src/reprobench/calm/grid.py.
+# Tables 1, 2, 4, Appendix C and Figures 1(b-e), 4 -> compare; Appendix A (corpus lines) and D (generated text). Runs, paths and input functions: src/reprobench/calm/grid.py.
 # Config: the `calm` section, validated against workflow/schemas/calm.schema.yaml.
 
 import json
@@ -16,6 +16,9 @@ localrules:
     calm_table1,
     calm_table2,
     calm_table4,
+    calm_appendix_c,
+    calm_appendix_a,
+    calm_appendix_d,
     calm_figure1b,
     calm_figure1c,
     calm_figure1d,
@@ -44,11 +47,13 @@ rule calm_prepare:
         chars=config["calm"]["synthetic_chars"],
         words=config["calm"]["synthetic_words"],
         top_words=config["calm"]["top_words"],
+        splits=CALM.splits(),
     shell:
         "python -m reprobench calm prepare --source {params.source:q} --resources {params.resources:q} "
         "--datasets {params.datasets:q} --lambdas {params.lambdas:q} --seeds {params.seeds:q} "
         "--n-fragments {params.n_fragments:q} --window {params.window:q} --synthetic-chars {params.chars:q} "
-        "--synthetic-words {params.words:q} --top-words {params.top_words:q} --out {output:q} 2> {log:q}"
+        "--synthetic-words {params.words:q} --top-words {params.top_words:q} --splits {params.splits:q} "
+        "--out {output:q} 2> {log:q}"
 
 
 rule calm_train:
@@ -132,6 +137,49 @@ rule calm_table4:
         caption=calm.TABLES["table4_std"].caption,
     shell:
         "python -m reprobench calm table4 --runs {input.runs:q} --out {output:q} 2> {log:q}"
+
+
+# The Transformer's runs are on the dev halves: Appendix C reports validation perplexities.
+rule calm_appendix_c:
+    input:
+        runs=calm.RUNS,
+    output:
+        **reported("calm", calm.TABLES["appendix_c_transformer"]),
+    log:
+        calm.TABLES["appendix_c_transformer"].log,
+    conda:
+        ENV
+    params:
+        caption=calm.TABLES["appendix_c_transformer"].caption,
+    shell:
+        "python -m reprobench calm appendix-c --runs {input.runs:q} --out {output:q} 2> {log:q}"
+
+
+rule calm_appendix_a:
+    input:
+        calm.CORPORA,
+    output:
+        calm.APPENDIX_A,
+    log:
+        calm.APPENDIX_A_LOG,
+    conda:
+        ENV
+    shell:
+        "python -m reprobench calm appendix-a --corpora {input:q} --out {output:q} 2> {log:q}"
+
+
+# The seed-0 runs sample text at stages of their stream (reprobench.calm.samples); their curve records hold it.
+rule calm_appendix_d:
+    input:
+        CALM.sample_curves(),
+    output:
+        CALM.appendix_d_files(),
+    log:
+        calm.APPENDIX_D_LOG,
+    conda:
+        ENV
+    shell:
+        "python -m reprobench calm appendix-d --curves {input:q} --out {output:q} 2> {log:q}"
 
 
 # Parameter counts at the paper's sizes: closed forms, no training.

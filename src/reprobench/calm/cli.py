@@ -26,6 +26,8 @@ def register(sub) -> None:
     t.add_argument("--synthetic-chars", type=int, required=True, help="synthetic: characters per language")
     t.add_argument("--synthetic-words", type=int, required=True, help="synthetic: words per domain")
     t.add_argument("--top-words", type=int, required=True, help="word vocabulary per domain (paper: 25000)")
+    t.add_argument("--splits", nargs="+", default=["test"], choices=["test", "dev"],
+                   help="corpus halves to tokenise (dev: Appendix C's Transformer)")
     t.add_argument("--out", required=True, help="corpora.json")
     t.set_defaults(func=cmd_prepare)
 
@@ -51,8 +53,8 @@ def register(sub) -> None:
     t.set_defaults(func=cmd_aggregate)
 
     products = {**TABLES, **FIGURES}
-    for name in ("table1", "table4_std"):
-        t = s.add_parser(name.replace("_std", ""), help=f"{products[name].title}: {products[name].stem}.*")
+    for name, command in (("table1", "table1"), ("table4_std", "table4"), ("appendix_c_transformer", "appendix-c")):
+        t = s.add_parser(command, help=f"{products[name].title}: {products[name].stem}.*")
         t.add_argument("--runs", required=True)
         add_output(t, "table")
         t.set_defaults(func=cmd_table, product=name)
@@ -72,6 +74,15 @@ def register(sub) -> None:
         add_output(t, "figure")
         t.set_defaults(func=cmd_weight_figure, product=name)
 
+    t = s.add_parser("appendix-a", help="Appendix A: the first lines of every class of the prepared corpora")
+    t.add_argument("--corpora", required=True, help="corpora.json of the prepare stage")
+    t.add_argument("--out", required=True)
+    t.set_defaults(func=cmd_appendix_a)
+    t = s.add_parser("appendix-d", help="Appendix D: the text each model generated at stages of its stream")
+    t.add_argument("--curves", nargs="+", required=True, help="seed-0 curve files (their records hold the samples)")
+    t.add_argument("--out", nargs="+", required=True, help="one .../appendix_d_<model>.txt per model")
+    t.set_defaults(func=cmd_appendix_d)
+
     t = s.add_parser("compare", help="published vs reproduced numbers")
     t.add_argument("--runs", required=True)
     t.add_argument("--weight-curves", nargs="*", default=[], help="dataset=path of PoE+PW 30 curves (Appendix B)")
@@ -83,7 +94,8 @@ def cmd_prepare(args) -> None:
     from reprobench.calm import runs
 
     runs.prepare(args.source, args.resources, args.datasets, json.loads(args.lambdas), args.seeds, args.n_fragments,
-                 args.window, args.out, args.synthetic_chars, args.synthetic_words, args.top_words)
+                 args.window, args.out, args.synthetic_chars, args.synthetic_words, args.top_words,
+                 tuple(args.splits))
 
 
 def cmd_train(args) -> None:
@@ -106,7 +118,8 @@ def cmd_table(args) -> None:
     from reprobench.calm import render, summary
 
     stem = output_stem(args.out, (".md", ".csv", ".tex"))
-    (render.table1 if args.product == "table1" else render.table4)(summary.read_runs(args.runs), stem)
+    draw = {"table1": render.table1, "table4_std": render.table4, "appendix_c_transformer": render.appendix_c}
+    draw[args.product](summary.read_runs(args.runs), stem)
 
 
 def cmd_table2(args) -> None:
@@ -128,6 +141,38 @@ def cmd_weight_figure(args) -> None:
 
     draw = {"figure1d": render.figure1d, "figure1e": render.figure1e, "figure4": render.figure4}[args.product]
     draw(args.curve, output_stem(args.out, (".png", ".pdf")))
+
+
+def cmd_appendix_a(args) -> None:
+    from reprobench.calm import runs, samples
+
+    info = runs.read_corpora(args.corpora)
+    samples.appendix_a({d: i["split_dir"] for d, i in info.items()}, args.out,
+                       any(i["synthetic"] for i in info.values()))
+
+
+def cmd_appendix_d(args) -> None:
+    from pathlib import Path
+
+    from reprobench.calm import samples
+    from reprobench.calm.grid import APPENDIX_D
+    from reprobench.core import curves
+    from reprobench.core.errors import ConfigError
+
+    records = [curves.read_curve(path)[1] for path in args.curves]
+    prefix, suffix = APPENDIX_D.split("{model}")
+    for out in args.out:
+        name = Path(out).name
+        if not (name.startswith(Path(prefix).name) and name.endswith(suffix)):
+            raise ConfigError("out", f"expected {APPENDIX_D}, got '{out}'")
+        model = name[len(Path(prefix).name):-len(suffix)]
+        mine = [r for r in records if r["model"].replace(":", ".") == model]
+        if not mine:
+            raise ConfigError("curves", f"no curve of model '{model}' given for {out}")
+        by_dataset = {}
+        for r in mine:
+            by_dataset.setdefault(r["setting"]["dataset"], []).append(r)
+        samples.appendix_d(by_dataset, out, any(r["setting"]["synthetic"] for r in mine))
 
 
 def cmd_compare(args) -> None:

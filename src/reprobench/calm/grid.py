@@ -23,6 +23,9 @@ RUNS = f"{ROOT}/metrics/runs.parquet"  # one row per run: ppl, ppl@sw, rec, std,
 SWITCH_CURVES = f"{ROOT}/metrics/switch_curves.parquet"  # mean loss k batches after a switch, per run
 AGGREGATE_LOG = f"{LOGS}/metrics/aggregate.log"
 COMPARISON, COMPARISON_LOG = f"{ROOT}/comparison.csv", f"{LOGS}/comparison.log"
+APPENDIX_A = f"{ROOT}/samples/appendix_a_corpora.txt"  # the first lines of every class (Figures 2, 3)
+APPENDIX_D = f"{ROOT}/samples/appendix_d_{{model}}.txt"  # text generated at stages of a stream (Figure 5)
+APPENDIX_A_LOG, APPENDIX_D_LOG = f"{LOGS}/samples/appendix_a.log", f"{LOGS}/samples/appendix_d.log"
 
 TABLE_FORMATS, FIGURE_FORMATS = (".md", ".csv", ".tex"), (".png", ".pdf")
 _PAPER = "Kruszewski, Sorodoc & Mikolov (2021)"
@@ -37,6 +40,10 @@ TABLES = {
     "table4_std": Product("Table 4 (Appendix)", f"{ROOT}/tables/table4_std", TABLE_FORMATS,
                           f"Appendix Table 4 of {_PAPER}: standard deviations over seeds (ddof 1) of Table 1's "
                           "metrics."),
+    "appendix_c_transformer": Product("Appendix C", f"{ROOT}/tables/appendix_c_transformer", TABLE_FORMATS,
+                                      f"Appendix C of {_PAPER}: perplexity of the Transformer (a 512-token buffer, "
+                                      "Vaswani's schedule) on the dev halves, next to the best validation perplexity "
+                                      "the paper reports."),
 }
 FIGURES = {
     "figure1b": Product("Figure 1(b)", f"{ROOT}/figures/figure1b_multilingual_switch", FIGURE_FORMATS,
@@ -70,8 +77,8 @@ class Grid:
     # --- the registry's interface (reprobench.benchmarks) -------------------------------------------------------
     def check(self) -> None:
         for model in self.cfg["models"]:
-            if model not in zoo.MODELS and not USER_MODEL.match(model):
-                raise ConfigError("calm.models", f"unknown model '{model}' (known: {', '.join(zoo.MODELS)}, or a "
+            if model not in zoo.ALL_MODELS and not USER_MODEL.match(model):
+                raise ConfigError("calm.models", f"unknown model '{model}' (known: {', '.join(zoo.ALL_MODELS)}, or a "
                                   "user's class as 'package.module:Class')")
         for dataset in self.cfg["datasets"]:
             if not self.cfg["lambdas"].get(dataset):
@@ -87,18 +94,24 @@ class Grid:
         lingual, domain = "multilingual" in datasets, "multidomain" in datasets
         wanted = {"figure1b": lingual, "figure1c": domain, "figure1d": weights and lingual,
                   "figure1e": weights and lingual, "figure4": weights and domain}
-        return Targets(tables=list(TABLES.values()), figures=[FIGURES[k] for k, ok in wanted.items() if ok],
-                       comparisons=[COMPARISON])
+        transformer = zoo.TRANSFORMER in self.cfg["models"]
+        tables = [t for k, t in TABLES.items() if k != "appendix_c_transformer" or transformer]
+        return Targets(tables=tables, figures=[FIGURES[k] for k, ok in wanted.items() if ok],
+                       comparisons=[COMPARISON], extras=[APPENDIX_A, *self.appendix_d_files()])
 
     # --- runs -----------------------------------------------------------------------------------------------------
     def user_models(self) -> dict[str, str]:
         """{run id: 'package.module:Class'} of the user's models in calm.models."""
-        return {run_id(m): m for m in self.cfg["models"] if m not in zoo.MODELS}
+        return {run_id(m): m for m in self.cfg["models"] if m not in zoo.ALL_MODELS}
+
+    def splits(self) -> list[str]:
+        """The corpus halves the runs stream: test, and dev where Appendix C's Transformer runs."""
+        return ["test", "dev"] if zoo.TRANSFORMER in self.cfg["models"] else ["test"]
 
     def seeds(self, model: str, dataset: str, lam: int) -> list[int]:
         """0 .. seeds - 1, but no more than the original test runs had for that setting (D16: 8 or 7)."""
         n = self.cfg["seeds"]
-        if model in zoo.MODELS:
+        if model in zoo.ALL_MODELS:
             n = min(n, zoo.config(model, dataset, lam).seeds)
         return list(range(n))
 
@@ -132,3 +145,12 @@ class Grid:
 
     def curves(self) -> list[str]:
         return self.expected_curves()
+
+    def sample_curves(self) -> list[str]:
+        """The curves whose records hold Appendix D's samples: seed 0 of every model, each dataset's first lambda,
+        the figures' variant."""
+        return [CURVE.format(dataset=d, lam=self.cfg["lambdas"][d][0], model=run_id(m), variant=self.variant(),
+                             seed=0) for m in self.cfg["models"] for d in self.cfg["datasets"]]
+
+    def appendix_d_files(self) -> list[str]:
+        return [APPENDIX_D.format(model=run_id(m)) for m in self.cfg["models"]]

@@ -13,6 +13,10 @@ learner may implement:
     oracle: bool                           True only for Ind. LSTM, which is given the true class id
     to(device) (optional)                  moves it; learners are built on the CPU, so that the initial parameters
                                            do not depend on the device
+    predictor(class_id=None) (optional)    a context manager giving step(x (1, b)) -> log-probabilities (1, b, V) of
+                                           the next token, continuing from the learner's current state on a copy of
+                                           it, in eval mode and without gradients; the learner is unchanged after
+                                           it (Appendix D's samples, reprobench.calm.samples)
 
 The step (3.2): from the saved (detached) state, predict and score; then `learn_iterations` (li) times: update, and,
 unless it is the last pass, predict again from the saved state. The state carried to the next batch is the last
@@ -31,6 +35,8 @@ Variants (docs/DEVIATIONS.md, CALM section):
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -41,6 +47,7 @@ from reprobench.calm.models import (
     GradientWeights,
     LSTMWeights,
     detach_hidden,
+    expand_weights,
     moe_loss_corrected,
     moe_loss_faithful,
     poe_logits,
@@ -109,6 +116,18 @@ class SingleLearner:
     def on_fragment(self, index: int) -> None:
         pass
 
+    @contextmanager
+    def predictor(self, class_id: int | None = None):
+        state = self.hidden
+
+        def step(x: Tensor) -> Tensor:
+            nonlocal state
+            out, state = self.model(x, state)
+            return out if self.log_probs else torch.log_softmax(out, -1)
+
+        with evaluating(self.model):
+            yield step
+
     def to(self, device) -> SingleLearner:
         self.model.to(device)  # in place: the optimizer keeps its parameters
         return self
@@ -156,6 +175,14 @@ class PerClassLearner:
     def on_fragment(self, index: int) -> None:
         pass
 
+    @contextmanager
+    def predictor(self, class_id: int | None = None):
+        """The model of `class_id` (the oracle's), which must have been seen."""
+        if class_id is None or int(class_id) not in self.learners:
+            raise ValueError(f"Ind. LSTM predicts with a seen class's model, got class_id={class_id}")
+        with self.learners[int(class_id)].predictor() as step:
+            yield step
+
     def state_dict(self) -> dict:
         # creation order matters for the torch generator of classes still to come: keep it
         return {"classes": list(self.learners), "learners": [lrn.state_dict() for lrn in self.learners.values()]}
@@ -167,6 +194,20 @@ class PerClassLearner:
                 self._learner(int(class_id))
         for learner, sub in zip(self.learners.values(), state["learners"], strict=True):
             learner.load_state_dict(sub)
+
+
+@contextmanager
+def evaluating(*modules: nn.Module):
+    """Eval mode (dropout off) and no gradients inside; the previous modes restored after."""
+    modes = [m.training for m in modules]
+    try:
+        for m in modules:
+            m.eval()
+        with torch.no_grad():
+            yield
+    finally:
+        for m, mode in zip(modules, modes):
+            m.train(mode)
 
 
 def clip_per_expert(experts: ExpertLSTMs, max_norm: float) -> None:
@@ -305,6 +346,25 @@ class MixtureLearner:
             raw, log_w, _ = self._weights(x, None)
             self._loss(z, raw, log_w, y).backward()
             self.gate_optimizer.step()
+
+    @contextmanager
+    def predictor(self, class_id: int | None = None):
+        """Next-token log-probabilities as the objective scores them: PoE log_softmax(sum_i w_i z_i); MoE
+        log sum_i pi_i p_i (corrected) or log_softmax(sum_i pi_i log p_i) (faithful, D10's geometric mixture)."""
+        state, gate_state = self.hidden, self.gate_hidden
+
+        def step(x: Tensor) -> Tensor:
+            nonlocal state, gate_state
+            z, state = self._expert_outputs(x, state)
+            raw, log_w, gate_state = self._weights(x, gate_state)
+            w = raw if log_w is None else log_w.exp()
+            if self.kind == "moe" and self.moe_objective == "corrected":
+                log_pi = torch.log(w) if log_w is None else log_w
+                return torch.logsumexp(expand_weights(log_pi, z) + z, dim=0)
+            return torch.log_softmax(poe_logits(z, w), -1)
+
+        with evaluating(self.experts, self.gate):
+            yield step
 
     def gate_weights(self) -> Tensor | None:
         if self.last_weights is None:

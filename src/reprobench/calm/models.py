@@ -255,7 +255,7 @@ class ExpertLSTMs(nn.Module):
 # --- combinations (3.6, 3.7, D10) -------------------------------------------------------------------------------
 
 
-def _expand_weights(w: Tensor, like: Tensor) -> Tensor:
+def expand_weights(w: Tensor, like: Tensor) -> Tensor:
     """Gate weights (N,) or (N, T, b) -> broadcastable against expert outputs (N, T, b, V)."""
     return w.reshape(w.shape + (1,) * (like.dim() - w.dim()))
 
@@ -289,7 +289,7 @@ def moe_loss_faithful(log_probs: Tensor, pi: Tensor, targets: Tensor, reduction:
     """HEAD MoE as coded (D10): NLLLoss on sum_i pi_i log p_i, i.e. -sum_i pi_i log p_i(y) per token.
     log_probs (N, T, b, V) are the experts' log-softmaxes, pi (N,) or (N, T, b) the (softmax) gate weights,
     targets (T, b). An upper bound on the mixture NLL (Jensen) when pi sums to 1."""
-    return _reduce(-(_expand_weights(pi, targets.unsqueeze(0)) * _target_log_probs(log_probs, targets)).sum(0),
+    return _reduce(-(expand_weights(pi, targets.unsqueeze(0)) * _target_log_probs(log_probs, targets)).sum(0),
                    reduction)
 
 
@@ -301,7 +301,7 @@ def moe_loss_corrected(log_probs: Tensor, pi: Tensor | None, targets: Tensor, re
         if pi is None:
             raise ValueError("give pi or log_pi")
         log_pi = torch.log(pi)
-    log_pi = _expand_weights(log_pi, targets.unsqueeze(0))
+    log_pi = expand_weights(log_pi, targets.unsqueeze(0))
     return _reduce(-torch.logsumexp(log_pi + _target_log_probs(log_probs, targets), dim=0), reduction)
 
 

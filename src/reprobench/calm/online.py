@@ -6,8 +6,9 @@ order; nothing is held out. Drives any learner with the interface of reprobench.
 
 Losses and weights stay on the device until the end (or a checkpoint): no host sync per batch. With `checkpoint`,
 the run saves everything an exact resume needs (learner state, the losses so far, the batch to resume at, torch's
-generators) at most every `checkpoint_every_s` seconds; started again with the same identity, it continues from
-there and produces the same numbers as an uninterrupted run.
+generators, the samples so far) at most every `checkpoint_every_s` seconds; started again with the same identity,
+it continues from there and produces the same numbers as an uninterrupted run. A `sampler`
+(reprobench.calm.samples.Sampler) is called after every batch and keeps Appendix D's text in `sampler.texts`.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ from reprobench.core.progress import Progress, log
 class OnlineResult:
     loss: np.ndarray  # (n_batches,) mean cross-entropy of each batch before its update, nats
     weights: np.ndarray | None  # (n_batches, N) gate weights used for each batch, or None
+    samples: dict[str, str]  # Appendix D's generated text by stage (empty without a sampler)
 
 
 def run_online(learner, stream: Stream, device, checkpoint: str | None = None, identity: dict | None = None,
-               checkpoint_every_s: float = 600.0, desc: str = "calm", stop_after: int | None = None) -> OnlineResult:
+               checkpoint_every_s: float = 600.0, desc: str = "calm", stop_after: int | None = None,
+               sampler=None) -> OnlineResult:
     """Test-then-train over the whole stream. The learner gets the class id only if it is an oracle (Ind. LSTM),
     and `on_fragment(index)` when a fragment starts. `stop_after` ends the run early after that many batches of
     this call (tests of the resume)."""
@@ -48,6 +51,8 @@ def run_online(learner, stream: Stream, device, checkpoint: str | None = None, i
             weights = torch.full((n, blob["weights"].shape[1]), float("nan"), device=device)
             weights[:start] = torch.as_tensor(blob["weights"][:start], device=device)
         checkpoints.restore_rng_states(blob["torch_rng"], device)
+        if sampler is not None:
+            sampler.texts = dict(blob["samples"])
         log(f"resuming from checkpoint {checkpoint} at batch {start} of {n}")
     progress = Progress(n, desc)
     progress.update(start)
@@ -63,6 +68,8 @@ def run_online(learner, stream: Stream, device, checkpoint: str | None = None, i
             if weights is None:
                 weights = torch.full((n, w.shape[0]), float("nan"), device=device)
             weights[batch.index] = w
+        if sampler is not None:
+            sampler(learner, batch, device)
         progress.update(1)
         done += 1
         at = batch.index + 1
@@ -70,9 +77,11 @@ def run_online(learner, stream: Stream, device, checkpoint: str | None = None, i
             checkpoints.save(checkpoint, identity or {}, learner=learner.state_dict(), at=at,
                              loss=losses[:at].cpu().numpy(),
                              weights=None if weights is None else weights[:at].cpu().numpy(),
-                             torch_rng=checkpoints.rng_states(device))
+                             torch_rng=checkpoints.rng_states(device),
+                             samples={} if sampler is None else dict(sampler.texts))
             last_save = time.monotonic()
         if done == stop_after:
             break
     progress.close()
-    return OnlineResult(losses.cpu().numpy(), None if weights is None else weights.cpu().numpy())
+    return OnlineResult(losses.cpu().numpy(), None if weights is None else weights.cpu().numpy(),
+                        {} if sampler is None else dict(sampler.texts))

@@ -1,9 +1,10 @@
 """The two CALM jobs: prepare the corpora once (tokenised as memory-mapped arrays), then one online run per
 (dataset, lambda, model, variant, seed), written as a curve file.
 
-corpora.json (the prepare stage's output) names, per dataset, the prepared split folder, its vocabulary size, the
-classes, and how many tokens of each class the planned streams need at most; the prepare stage tokenises exactly
-that many once (reprobench.calm.corpora caches them as .npy), so every training job only maps them.
+corpora.json (the prepare stage's output) names, per split (test: Table 1; dev: Appendix C's Transformer) and
+dataset, the prepared split folder, its vocabulary size, the classes, and how many tokens of each class the planned
+streams need at most; the prepare stage tokenises exactly that many once (reprobench.calm.corpora caches them as
+.npy), so every training job only maps them.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ SPLIT = "test"  # Table 1 is on the test halves (the dev halves were for model s
 
 def prepare(source: str, resources: str, datasets: list[str], plan: dict[str, list[int]], seeds: int,
             n_fragments: int, window: int, out: str, synthetic_chars: int, synthetic_words: int,
-            top_words: int) -> dict:
-    """Make or download the corpora, tokenise what the planned streams need, write corpora.json."""
+            top_words: int, splits: tuple[str, ...] = (SPLIT,)) -> dict:
+    """Make or download the corpora, tokenise what the planned streams need (on each of `splits`), write
+    corpora.json."""
     if source == "synthetic":
         root = synthetic.make_synthetic(resources, chars_per_language=synthetic_chars,
                                         words_per_domain=synthetic_words, top_words=top_words)
@@ -38,9 +40,9 @@ def prepare(source: str, resources: str, datasets: list[str], plan: dict[str, li
         from reprobench.calm import download
 
         root = download.prepare(resources, top_words)
-    info = {}
-    for dataset in datasets:
-        split_dir = Path(root) / f"{SPLITS[dataset]}_{SPLIT}"
+    info = {split: {} for split in splits}
+    for split, dataset in ((s, d) for s in splits for d in datasets):
+        split_dir = Path(root) / f"{SPLITS[dataset]}_{split}"
         names = sorted(corpora.class_files(split_dir))
         need = dict.fromkeys(names, 0)
         for lam in plan[dataset]:
@@ -52,19 +54,21 @@ def prepare(source: str, resources: str, datasets: list[str], plan: dict[str, li
         except corpora.CorpusError as exc:
             raise ReprobenchError(f"{exc}: the corpus is too short for calm.lambdas.{dataset} = {plan[dataset]} "
                                   f"with {n_fragments} fragments") from None
-        info[dataset] = {"split_dir": str(split_dir), "vocabulary": len(vocab), "classes": names, "ntokens": need,
-                         "synthetic": synthetic.is_synthetic(split_dir), "level": corpora.level_of(split_dir)}
-        stand_in = " (SYNTHETIC STAND-IN)" if info[dataset]["synthetic"] else ""
-        log(f"{dataset}: {len(names)} classes, vocabulary {len(vocab)}, "
+        info[split][dataset] = {"split_dir": str(split_dir), "vocabulary": len(vocab), "classes": names,
+                                "ntokens": need, "synthetic": synthetic.is_synthetic(split_dir),
+                                "level": corpora.level_of(split_dir)}
+        stand_in = " (SYNTHETIC STAND-IN)" if info[split][dataset]["synthetic"] else ""
+        log(f"{dataset} ({split}): {len(names)} classes, vocabulary {len(vocab)}, "
             f"{sum(len(t) for t in tokens.values())} tokens tokenised{stand_in}")
-    write_text(out, json.dumps({"paper": PAPER.id, "source": source, "datasets": info}, indent=1) + "\n")
+    write_text(out, json.dumps({"paper": PAPER.id, "source": source, "splits": info}, indent=1) + "\n")
     return info
 
 
-def read_corpora(path: str) -> dict:
+def read_corpora(path: str, split: str = SPLIT) -> dict:
+    """{dataset: info} of one split."""
     try:
         blob = json.loads(Path(path).read_text())
-        return blob["datasets"]
+        return blob["splits"][split]
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
         raise ReprobenchError(f"file {path}: not a CALM corpora.json ({exc}); run `reprobench calm prepare`") \
             from None
@@ -85,7 +89,7 @@ def build_learner(model: str, dataset: str, lam: int, vocab: int, variant: str, 
     learner with the interface of reprobench.calm.learners), else wrapped as a language model
     `forward(x, hidden) -> (logits, hidden)` in the single-model learner (Adam 1e-3, clip 1.0, li 1; corrected
     scores in eval mode)."""
-    if model in zoo.MODELS:
+    if model in zoo.ALL_MODELS:
         return zoo.build(model, dataset, lam, vocab, variant, size_factor, max_gate_steps)
     from reprobench.calm.learners import SingleLearner
 
@@ -100,9 +104,11 @@ def train_run(corpora_json: str, dataset: str, lam: int, model: str, variant: st
 
     from reprobench.calm.online import run_online
 
-    info = read_corpora(corpora_json).get(dataset)
+    split = zoo.config(model, dataset, lam).split if model in zoo.ALL_MODELS else SPLIT
+    info = read_corpora(corpora_json, split).get(dataset)
     if info is None:
-        raise ReprobenchError(f"file {corpora_json}: has no dataset '{dataset}'; prepare it first")
+        raise ReprobenchError(f"file {corpora_json}: has no dataset '{dataset}' on the {split} split; prepare it "
+                              "first")
     tokens, vocab = corpora.load_tokens(info["split_dir"], info["ntokens"])
     if len(vocab) != info["vocabulary"]:
         raise ReprobenchError(f"{info['split_dir']}: vocabulary changed since {corpora_json} was written")
@@ -111,15 +117,21 @@ def train_run(corpora_json: str, dataset: str, lam: int, model: str, variant: st
     if hasattr(learner, "to"):  # built on the CPU, so that parameters do not depend on the device
         learner.to(device)
     try:
-        stream = Stream(info["classes"], lam, seed, n_fragments, window=window).attach(tokens)
+        stream = Stream(info["classes"], lam, seed, n_fragments, window=window,
+                        bptt=zoo.bptt(model, window)).attach(tokens)
     except CorpusTooShortError as exc:
         raise ReprobenchError(f"calm.lambdas.{dataset} = {lam}: {exc}") from None
+    sampler = None
+    if seed == 0:  # Appendix D: the first seed of every setting samples text at a few stages
+        from reprobench.calm.samples import Sampler, stages
+
+        sampler = Sampler(stages(stream), vocab, info["level"], seed)
     identity = {"dataset": dataset, "lam": lam, "model": model, "variant": variant, "seed": seed,
                 "n_fragments": n_fragments, "window": window, "size_factor": size_factor,
                 "max_gate_steps": max_gate_steps}
     with Timer() as timer:
         result = run_online(learner, stream, device, checkpoint, identity, checkpoint_every_s,
-                            desc=f"calm {dataset} {lam} {model} {variant} seed {seed}")
+                            desc=f"calm {dataset} {lam} {model} {variant} seed {seed}", sampler=sampler)
     fragment, class_id = stream.batch_labels()
     first = np.zeros(len(stream), dtype=bool)
     first[[f.first_batch for f in stream.fragments]] = True
@@ -127,14 +139,15 @@ def train_run(corpora_json: str, dataset: str, lam: int, model: str, variant: st
               ("stream", "switch", first)]
     if result.weights is not None:
         series += [("stream", f"weight_{i:02d}", result.weights[:, i]) for i in range(result.weights.shape[1])]
-    cfg = zoo.config(model, dataset, lam, size_factor, max_gate_steps).__dict__ if model in zoo.MODELS \
+    cfg = zoo.config(model, dataset, lam, size_factor, max_gate_steps).__dict__ if model in zoo.ALL_MODELS \
         else {"user_class": model}
     record = curves.provenance(
         paper=PAPER.id, experiment=dataset, model=model, seed=seed, scale=scale, variant=variant,
         setting={"dataset": dataset, "lambda": lam, "classes": list(stream.class_names),
-                 "synthetic": bool(info["synthetic"]), "vocabulary": len(vocab), "split": SPLIT},
+                 "synthetic": bool(info["synthetic"]), "vocabulary": len(vocab), "split": split},
         config={**cfg, "n_fragments": n_fragments, "window": window, "bptt": stream.bptt, "b": stream.b,
                 "size_factor": size_factor, "parameters": n_parameters(learner)},
+        samples=[[label, text] for label, text in result.samples.items()],  # a list: the record's keys get sorted
         device=device, **timer.fields())
     curves.write_curve(curves.series_rows(seed, series), out, record)
     checkpoints.remove(checkpoint)

@@ -13,8 +13,9 @@ from reprobench.core.progress import Progress
 
 SWITCH_BATCHES = 15  # Figure 1(b, c): the first 15 batches after a switch
 KEYS = ["dataset", "lambda", "model", "variant", "seed"]
-RUN_COLUMNS = KEYS + ["scale", "synthetic", "n_batches", "n_fragments", "parameters", "loss", "total_pp", "ppl@sw",
-                      "rec", "n_events", "std", "autocorr"]
+METRIC_COLUMNS = ["loss", "total_pp", "ppl@sw", "rec", "n_events", "std", "autocorr"]
+# split: test (Table 1) or dev (Appendix C's Transformer)
+RUN_COLUMNS = KEYS + ["scale", "synthetic", "split", "n_batches", "n_fragments", "parameters", *METRIC_COLUMNS]
 
 
 def stream_frame(path):
@@ -55,9 +56,10 @@ def aggregate(paths: list[str], out: str, switch_out: str) -> pd.DataFrame:
         m = compute_metrics(loss, fragment, class_id, setting["classes"], config["n_fragments"])
         key = {"dataset": setting["dataset"], "lambda": int(setting["lambda"]), "model": record["model"],
                "variant": record["variant"], "seed": int(record["seed"])}
-        rows.append({**key, "scale": record["scale"], "synthetic": bool(setting["synthetic"]), "n_batches": len(loss),
+        rows.append({**key, "scale": record["scale"], "synthetic": bool(setting["synthetic"]),
+                     "split": setting["split"], "n_batches": len(loss),
                      "n_fragments": config["n_fragments"], "parameters": config["parameters"],
-                     **{c: m.get(c, np.nan) for c in RUN_COLUMNS[10:]}})
+                     **{c: m.get(c, np.nan) for c in METRIC_COLUMNS}})
         for offset, value in enumerate(switch_curve(loss, fragment, class_id, config["n_fragments"])):
             switch_rows.append({**key, "offset": offset, "loss": value})
         scales.add(record["scale"])

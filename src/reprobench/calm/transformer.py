@@ -34,15 +34,17 @@ Choices where the spec is silent:
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from reprobench.calm.learners import evaluating
 from reprobench.calm.models import init_embedding_and_decoder
+from reprobench.calm.zoo import CONTEXT  # tokens per stream kept in the buffer (HEAD, Appendix C)
 
 MAGIC_LR = 42  # --lr 42 selects the base d^-0.5 of the warm-up schedule (HEAD)
-CONTEXT = 512  # tokens per stream kept in the buffer (HEAD, Appendix C)
 
 
 def sinusoidal_encoding(length: int, d_model: int, device=None, dtype=torch.float32) -> Tensor:
@@ -129,6 +131,7 @@ class TransformerLearner:
         # overwritten before every step
         self.optimizer = torch.optim.Adam(model.parameters(), lr=self._lr(1))
         self.step = 0  # optimizer steps taken
+        self.window = 1  # tokens per stream of the last window (the predictor's context bound)
         self.buffer: Tensor | None = None  # (<= context, b) token ids
         model.train()
 
@@ -144,6 +147,7 @@ class TransformerLearner:
         if self.buffer is not None and self.buffer.shape[1] != x.shape[1]:
             raise ValueError(f"the buffer holds {self.buffer.shape[1]} streams, the window {x.shape[1]}")
         inp = x if self.buffer is None else torch.cat([self.buffer, x])
+        self.window = x.shape[0]
         first = None
         if self.score_eval:
             self.model.eval()
@@ -172,14 +176,29 @@ class TransformerLearner:
     def on_fragment(self, index: int) -> None:
         pass
 
+    @contextmanager
+    def predictor(self, class_id: int | None = None):
+        """Next-token log-probabilities given the buffer and the tokens fed since, at most context + window tokens
+        (eval mode, no gradient); the learner's buffer is not changed."""
+        context, longest = self.buffer, self.context + self.window
+
+        def step(x: Tensor) -> Tensor:
+            nonlocal context
+            # at most the buffer plus one window, the longest input training showed it
+            context = x if context is None else torch.cat([context, x])[-longest:]
+            return torch.log_softmax(self.model(context)[-1:], -1)
+
+        with evaluating(self.model):
+            yield step
+
     def state_dict(self) -> dict:
         """Like PyTorch's: references to the live tensors (save or deep-copy it before training on)."""
         return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
-                "buffer": self.buffer}
+                "buffer": self.buffer, "window": self.window}
 
     def load_state_dict(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self.step = int(state["step"])
+        self.step, self.window = int(state["step"]), int(state["window"])
         buffer = state["buffer"]
         self.buffer = None if buffer is None else buffer.to(self.model.decoder.weight.device)

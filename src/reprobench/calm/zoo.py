@@ -1,12 +1,18 @@
-"""The thirteen models of Table 1 with the settings the original test runs used (specs/calm.md 3.9), and the
-builder that turns (model, dataset, lambda, variant) into a learner.
+"""The thirteen models of Table 1 and Appendix C's Transformer, with the settings the original test runs used
+(specs/calm.md 3.9), and the builder that turns (model, dataset, lambda, variant) into a learner.
 
 Every run: emsize 200, 2 LSTM layers, b = 10, bptt 20, window 100, Adam, clip 1.0. One row per (model, dataset,
 paper lambda): hidden size(s), learning rate, dropout, learn iterations li, and for mixtures N, the gate and its
 options. Where the command lines hold several rows for one Table 1 entry, the row matching Appendix E's Table 2
 sizes is taken (D15), and where they hold none, the nearest documented setting (each such choice is commented).
 Mixtures ignore --dropout: their experts always use 0.2 (D17). `size_factor` < 1 shrinks every width (embedding,
-hidden, gate) for the small scales, and `max_gate_steps` caps k; N, K, li and the learning rates stay.
+hidden, gate; the Transformer's heads and buffer) for the small scales, and `max_gate_steps` caps k; N, K, li and
+the learning rates stay.
+
+The Transformer (Appendix C) is not a Table 1 model: its runs are on the dev halves (the paper reports its best
+validation perplexities), with bptt = window (100 in the command lines, with --window 100), a 512-token buffer and
+Vaswani's schedule as HEAD (reprobench.calm.transformer). Its FF size (--nhid) is not in the spec's account of the
+command lines: d_ff = d here (DEVIATIONS C21).
 """
 
 from __future__ import annotations
@@ -22,10 +28,13 @@ MODELS = ("ind_lstm", "large_lstm", "mos", "ensemble_5", "ensemble_30", "poe_5",
 LABELS = {"ind_lstm": "Ind. LSTM", "large_lstm": "Large LSTM", "mos": "MoS", "ensemble_5": "Ensemble 5",
           "ensemble_30": "Ensemble 30", "poe_5": "PoE 5", "poe_30": "PoE 30", "poe_pw_5": "PoE+PW 5",
           "poe_pw_30": "PoE+PW 30", "moe_5": "MoE 5", "moe_30": "MoE 30", "moe_pw_5": "MoE+PW 5",
-          "moe_pw_30": "MoE+PW 30"}
+          "moe_pw_30": "MoE+PW 30", "transformer": "Transformer"}
+TRANSFORMER = "transformer"  # Appendix C
+ALL_MODELS = (*MODELS, TRANSFORMER)
 VARIANTS = ("faithful", "corrected")
 EMSIZE, GATE_EMSIZE = 200, 100
 MIXTURE_DROPOUT = 0.2  # MoELearner's default, which learner_factory never overrides (D17)
+CONTEXT = 512  # the Transformer's buffer, tokens per stream (HEAD, Appendix C)
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,11 @@ class ModelConfig:
     warmup: int = 0  # --moe-warmup, in fragments
     n_components: int = 0  # MoS K
     seeds: int = 10  # seeds in the test command lines (D16)
+    n_heads: int = 0  # Transformer: attention heads (nhid is d_model)
+    n_layers: int = 0  # Transformer: encoder layers
+    lr_warmup: int = 0  # Transformer: warm-up steps of Vaswani's schedule
+    context: int = 0  # Transformer: tokens per stream kept in its buffer
+    split: str = "test"  # the corpus half a run streams: test (Table 1) or dev (Appendix C's validation)
 
 
 def _single(nhid, **kw):
@@ -53,6 +67,11 @@ def _single(nhid, **kw):
 
 def _mix(kind, gate, n, nhid, **kw):
     return ModelConfig("mixture", nhid, n_experts=n, kind=kind, gate=gate, dropout=MIXTURE_DROPOUT, **kw)
+
+
+def _transformer(d, heads, layers, **kw):
+    return ModelConfig("transformer", d, dropout=0.1, n_heads=heads, n_layers=layers, lr_warmup=40, split="dev",
+                       context=CONTEXT, **kw)
 
 
 NEWS_10K, NEWS_100K = ("multilingual", 10_000), ("multilingual", 100_000)
@@ -119,6 +138,13 @@ CONFIGS: dict[tuple[str, str, int], ModelConfig] = {
     ("moe_5", *NEWS_100K): _mix("moe", "lstm", 5, 550, gate_nhid=10, warmup=5),
     ("moe_5", *DOMAIN_10K): _mix("moe", "lstm", 5, 550, gate_nhid=10, warmup=0),
     ("moe_5", *DOMAIN_20K): _mix("moe", "lstm", 5, 550, gate_nhid=10, warmup=5),
+    # Transformer (Appendix C), d = nhid here: lr 42 is the magic value that selects the base d^-0.5. News 100k
+    # has two command lines (d 2048 / 32 heads / lr 1e-3, and d 768 / 16 heads / lr 42, both 1 layer): the first
+    # is taken, the d of the 10k row (C21)
+    ("transformer", *NEWS_10K): _transformer(2048, 32, 3, lr=42, li=5),
+    ("transformer", *NEWS_100K): _transformer(2048, 32, 1, lr=1e-3, li=5),
+    ("transformer", *DOMAIN_10K): _transformer(768, 16, 1, lr=1e-3, li=2),
+    ("transformer", *DOMAIN_20K): _transformer(768, 16, 3, lr=42, li=5),
 }
 
 
@@ -132,16 +158,27 @@ def paper_lambda(dataset: str, lam: int) -> int:
 def config(model: str, dataset: str, lam: int, size_factor: float = 1.0, max_gate_steps: int = 0) -> ModelConfig:
     """The setting of a run; `size_factor` scales the widths, `max_gate_steps` > 0 caps the plastic gate's k (the
     small scale's knob: k = 100 gate steps per pass dominate a CPU run)."""
-    if model not in MODELS:
-        raise ConfigError("calm.models", f"unknown model '{model}' (known: {', '.join(MODELS)})")
+    if model not in ALL_MODELS:
+        raise ConfigError("calm.models", f"unknown model '{model}' (known: {', '.join(ALL_MODELS)})")
     if dataset not in DATASETS:
         raise ConfigError("calm.datasets", f"unknown dataset '{dataset}' (known: {', '.join(DATASETS)})")
     cfg = CONFIGS[(model, dataset, paper_lambda(dataset, lam))]
-    if size_factor != 1.0:
+    if size_factor != 1.0 and cfg.arch == "transformer":  # heads are a width too; d stays a multiple of them
+        heads = max(1, round(cfg.n_heads * size_factor))
+        # the buffer shrinks too: its attention costs (context + window)^2 per layer and head
+        cfg = replace(cfg, n_heads=heads, nhid=heads * max(1, round(cfg.nhid * size_factor / heads)),
+                      context=max(1, round(cfg.context * size_factor)))
+    elif size_factor != 1.0:
         cfg = replace(cfg, nhid=scaled(cfg.nhid, size_factor), gate_nhid=scaled(cfg.gate_nhid, size_factor))
     if max_gate_steps:
         cfg = replace(cfg, gate_steps=min(cfg.gate_steps, max_gate_steps))
     return cfg
+
+
+def bptt(model: str, window: int) -> int:
+    """Tokens per batch and stream: 20 (lifelonglm's --bptt), the Transformer the whole window (--bptt 100 with
+    --window 100)."""
+    return window if model == TRANSFORMER else 20
 
 
 def scaled(width: int, factor: float) -> int:
@@ -160,6 +197,12 @@ def build(model: str, dataset: str, lam: int, vocab: int, variant: str, size_fac
     cfg = config(model, dataset, lam, size_factor, max_gate_steps)
     corrected = variant == "corrected"
     emsize = scaled(EMSIZE, size_factor)
+    if cfg.arch == "transformer":
+        from reprobench.calm import transformer
+
+        lm = transformer.TransformerLM(vocab, cfg.nhid, cfg.n_heads, cfg.n_layers, cfg.nhid, cfg.dropout)
+        return transformer.TransformerLearner(lm, cfg.lr, cfg.lr_warmup, cfg.li, context=cfg.context,
+                                              score_eval=corrected)
     if cfg.arch == "single":
         lm = models.LSTMLM(vocab, emsize, cfg.nhid, dropout=cfg.dropout)
         return learners.SingleLearner(lm, cfg.lr, cfg.li, score_eval=corrected)

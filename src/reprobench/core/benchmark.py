@@ -41,6 +41,8 @@ class Targets:
     tables: list[Product] = field(default_factory=list)  # the Markdown report inlines each .md
     figures: list[Product] = field(default_factory=list)  # the Markdown report shows each .png
     comparisons: list[str] = field(default_factory=list)  # comparison.csv
+    extras: list[str] = field(default_factory=list)  # other final outputs (e.g. text samples), not in the report
 
     def files(self) -> list[str]:
-        return [f for product in self.tables + self.figures for f in product.files()] + self.comparisons
+        return [f for product in self.tables + self.figures for f in product.files()] + self.comparisons \
+            + self.extras
