@@ -54,7 +54,7 @@ def write_config(workdir, edit):
 
 def tiny(config):
     """The tiny configuration: every rule of arith, WADE (IMDB on its synthetic stand-in) and CALM (with a user's
-    model from tests/plugins next to PoE+PW 30 and the Transformer) in a few minutes."""
+    model from tests/plugins next to PoE+PW 30 and the Transformer) and S2B's agent-free parts in a few minutes."""
     a = config["arith"]
     a.update(eval_every=50, selection_window=4, validation_size=500, test_size=500)
     a["threshold"]["samples"] = 20000
@@ -66,6 +66,8 @@ def tiny(config):
                                   synthetic_test=32)
     config["calm"].update(models=["poe_pw_30", "transformer", "tiny_user_lm:TinyLM"], variants=["faithful"], seeds=2,
                           n_fragments=20, synthetic_chars=60000, synthetic_words=20000, top_words=100)
+    config["s2b"]["speaker"].update(episodes=2)
+    config["s2b"]["disentanglement"].update(n_oc=[1])
 
 
 @pytest.fixture(scope="session")

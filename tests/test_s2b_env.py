@@ -9,7 +9,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env, data_equivalence
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
-from reprobench.s2b.env import MetaReferentialGame
+from reprobench.s2b.env import MetaReferentialGame, episode_keys, generate_episode, generate_episodes, make_config
 from reprobench.s2b.envs import GAME_ID, RECALL_ID, register_envs
 from reprobench.s2b.recall import RecallGame
 from reprobench.s2b.stimuli import is_query_combination
@@ -308,6 +308,58 @@ def test_vector_env_equals_a_loop_of_single_envs(kwargs):
         ends += int(got[2].sum())
     assert ends >= 2 * n  # autoresets were exercised
     assert not data_equivalence(vec.reset(seed=8)[0], loop.reset(seed=7)[0])  # and the check can tell seeds apart
+
+
+TABLE2 = dict(PAPER, sampling_strategy="component-focused-1shot")  # the paper's Table 2 listener setting (O = 1, S = 1)
+BATCH_CONFIGS = [
+    TABLE2,
+    dict(descriptive=True, nbr_distractors=2, nbr_object_centric_samples=3, provide_listener_feedback=True,
+         sampling_strategy="component-focused-2shots", variant="corrected"),
+    dict(nbr_distractors=1, nbr_communication_rounds=3, max_sentence_length=1, nbr_shots=2),  # Fig. 6: no feedback
+    dict(PAPER, nbr_object_centric_samples=4, sampling_strategy="component-focused-1shot", query_all=True),
+]
+
+
+@pytest.mark.parametrize("kwargs", BATCH_CONFIGS)
+def test_an_episode_drawn_in_a_batch_equals_the_episode_drawn_alone(kwargs):
+    cfg = make_config(**kwargs)
+    rng = np.random.default_rng(3)
+    keys = episode_keys(rng, 40)
+    batch = generate_episodes(keys, cfg)
+    assert len(batch) == 40 and (batch.n_steps >= 1).all()
+    again = np.random.default_rng(3)  # the keys are the generator's raw outputs, one per episode, in order
+    for b in range(40):
+        alone = generate_episode(again, cfg)
+        if b % 7:
+            continue
+        for name, value in vars(batch.episode(b)).items():
+            if name == "space":
+                for key, array in vars(value).items():
+                    np.testing.assert_array_equal(array, getattr(alone.space, key), err_msg=key)
+            else:
+                assert data_equivalence(value, getattr(alone, name), exact=True), name
+
+
+def test_vector_env_equals_the_loop_through_refills_arena_moves_and_reseeding():
+    # one episode drawn ahead (refills every few steps, the arena compacted often), and resets with and without
+    # seeds in the middle of the run
+    n, kwargs = 6, dict(TABLE2, min_nbr_values_per_latent=2, max_nbr_values_per_latent=3)
+    vec = MetaReferentialGameVector(num_envs=n, **kwargs, episodes_ahead=1)
+    loop = SyncVectorEnv([lambda: MetaReferentialGame(**kwargs) for _ in range(n)])
+    assert data_equivalence(vec.reset(seed=11), loop.reset(seed=11), exact=True)
+    rng, ends = np.random.default_rng(1), 0
+    for step in range(600):
+        if step == 200:
+            assert data_equivalence(vec.reset(), loop.reset(), exact=True)
+        if step == 400:
+            seeds = [5, None, 6, None, None, 7]
+            assert data_equivalence(vec.reset(seed=seeds), loop.reset(seed=seeds), exact=True)
+        actions = {"decision": rng.integers(2, size=n), "communication_channel": np.zeros((n, 3), dtype=np.int64)}
+        got, want = vec.step(actions), loop.step(actions)
+        for name, a, b in zip(("obs", "reward", "terminated", "truncated", "info"), got, want):
+            assert data_equivalence(a, b, exact=True), (step, name)
+        ends += int(got[2].sum())
+    assert ends >= 6 * n
 
 
 def test_recall_spaces_and_queries():

@@ -193,6 +193,15 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
     assert not calm_comparison[calm_comparison["result"] != "table2_model_sizes"]["informative"].any()
     assert "## calm:" in summary
     assert len(list((results / "calm/curves").rglob("*.parquet"))) == 2 * 3 * 2  # datasets x models x seeds
+    # S2B (agent-free so far): Table 3 equals the paper's; the PS column and Appendix D.2 compared.
+    for name in ("table1_marl", "table3_posdis_examples", "tableD2_disentanglement"):
+        for ext in ("md", "csv", "tex"):
+            assert (results / f"s2b/tables/{name}.{ext}").stat().st_size > 0
+    for name in ("figure3_scs_episode", "figure4_posdis_messages"):
+        assert (results / f"s2b/figures/{name}.png").stat().st_size > 0
+    assert pd.read_csv(results / "s2b/tables/table3_posdis_examples.csv")["equal"].all()
+    s2b_comparison = pd.read_csv(results / "s2b/comparison.csv")
+    assert set(s2b_comparison["result"]) == {"table1", "tableD2"} and "## s2b:" in summary
     # Curves: one file per seed, readable, with provenance, hive-readable as one dataset.
     wade_curves = list((results / "wade/curves").rglob("*.parquet"))
     assert len(wade_curves) == 2 * 2 * (2 + 1 + 4) + 2 * 2  # tasks x seeds x (2 rules, ESN, 4 trained) + IMDB

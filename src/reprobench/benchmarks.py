@@ -23,6 +23,7 @@ KEYS = (
     "arith",  # Madsen & Johansen (2019): arithmetic extrapolation of NAC/NALU
     "wade",  # Cisneros, Sivic & Mikolov (2022): learning efficiency of reservoirs (WADE)
     "calm",  # Kruszewski, Sorodoc & Mikolov (2021): online continual language modelling (CALM)
+    "s2b",  # Denamganaï, Missaoui & Walker (2023): meta-referential games (S2B)
 )
 
 

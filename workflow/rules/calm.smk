@@ -1,6 +1,7 @@
 # calm: Kruszewski, Sorodoc & Mikolov (2021), "Evaluating Online Continual Learning with CALM".
 # prepare (corpora, tokenised) -> train (one online run per dataset, lambda, model, variant, seed) -> aggregate ->
-# Tables 1, 2, 4, Appendix C and Figures 1(b-e), 4 -> compare; Appendix A (corpus lines) and D (generated text). Runs, paths and input functions: src/reprobench/calm/grid.py.
+# Tables 1, 2, 4, Appendix C and Figures 1(b-e), 4 -> compare; Appendix A (corpus lines) and D (generated text).
+# Runs, paths and input functions: src/reprobench/calm/grid.py.
 # Config: the `calm` section, validated against workflow/schemas/calm.schema.yaml.
 
 import json

@@ -40,9 +40,12 @@ Faithful/corrected and other options (specs/s2b.md sections 6.3-6.4):
 
 Choices where the spec is silent:
 - Randomness: one numpy Generator per environment (gymnasium's np_random, seeded by reset(seed=...); the first
-  unseeded reset uses the constructor's `seed`, 1337 as in the reference). A whole episode, every game's random draws
-  included, is drawn at reset (`generate_episode`), in a fixed order; steps draw nothing. The vector environment
-  calls the same function with per-environment generators, which is what makes the two step for step identical.
+  unseeded reset uses the constructor's `seed`, 1337 as in the reference). Each reset takes the generator's next raw
+  64-bit output as the episode's key (`episode_keys`), and every random number of the episode, games included, is a
+  function of that key (reprobench.s2b.stimuli, 'many episodes at once': SplitMix64 on separate streams); steps draw
+  nothing. `generate_episodes` draws many episodes at once with array operations, and an episode does not depend on
+  the batch it is drawn in; `generate_episode` is the batch of one. The vector environment draws its sub-environments'
+  keys from their own generators, in the same order, which is what makes the two step for step identical.
 - Distractors: K distinct classes, uniform over the current phase's classes other than the target's (train classes
   in support, all classes in query), each shown through a uniformly random OC sample, the same vector to both
   players. The reference draws K distinct stimulus indices, which can only differ from this when O > 1 (two OC
@@ -74,7 +77,7 @@ import numpy as np
 from gymnasium import spaces
 
 from reprobench.s2b import stimuli
-from reprobench.s2b.speaker import EOS, posdis_message
+from reprobench.s2b.speaker import EOS
 
 VARIANTS = stimuli.VARIANTS
 N_AGENT_ID = 10
@@ -240,67 +243,187 @@ class Episode:
         return int(self.game[-1]) + 1
 
 
-def _utterances(cfg: GameConfig, latents: np.ndarray) -> np.ndarray:
-    """(G, R + 2, L) int64 speaker tokens (speaker's token space) per game for rounds 0..R and, last, the feedback
-    step; posdis repeats round R - 1 at round R and says all EoS at feedback; tokens after the first EoS become EoS
-    (the reference's channel regularisation)."""
+def _utterances(cfg: GameConfig, latents: np.ndarray, vocabulary: np.ndarray, episode: np.ndarray) -> np.ndarray:
+    """(G, R + 2, L) int32 speaker tokens per game, in the listener's token space (vocabulary (B, V + 1) of each
+    game's episode (G,)), for rounds 0..R and, last, the feedback step; posdis repeats round R - 1 at round R and says
+    all EoS at feedback; tokens after the first EoS become EoS (the reference's channel regularisation; posdis
+    messages are regular already)."""
     g, r, length = len(latents), cfg.n_rounds, cfg.max_sentence_length
-    out = np.zeros((g, r + 2, length), dtype=np.int64)
-    for slot, round_idx in enumerate([*range(r + 1), -1]):
-        if cfg.speaker is None:
-            msg = posdis_message(latents, max_len=length, vocab_size=cfg.vocab_size,
-                                 round_idx=min(round_idx, r - 1), n_rounds=r)
-        else:
+    out = np.zeros((g, r + 2, length), dtype=np.int32)
+    if cfg.speaker is None:  # token class + 1, mapped straight to the listener's tokens (EoS stays EoS)
+        if (latents + 1 >= cfg.vocab_size).any():
+            raise ValueError(f"vocab_size {cfg.vocab_size} is too small for latent class {int(latents.max())}")
+        token = vocabulary.reshape(-1).take(episode[:, None] * vocabulary.shape[1] + latents + 1)  # (G, N)
+        if r == 1:  # the whole message at rounds 0 and 1
+            out[:, :2, :latents.shape[1]] = token[:, None, :]
+        else:  # one attribute per round, round R repeating round R - 1
+            out[:, :r, 0] = token[:, :r]
+            out[:, r, 0] = token[:, r - 1]
+        return out
+    else:
+        for slot, round_idx in enumerate([*range(r + 1), -1]):
             msg = np.asarray(cfg.speaker(latents.copy(), round_idx))
             if msg.shape != (g, length) or not np.issubdtype(msg.dtype, np.integer) or (msg < 0).any() or (
                     msg > cfg.vocab_size).any():
                 raise ValueError(f"speaker returned {msg.shape} {msg.dtype} tokens; expected ({g}, {length}) "
                                  f"integers in [0, {cfg.vocab_size}]")
-        out[:, slot] = msg[:, :length]
-    out[np.cumsum(out == EOS, axis=-1) > 0] = EOS
-    return out
+            out[:, slot] = msg[:, :length]
+        out[np.cumsum(out == EOS, axis=-1) > 0] = EOS
+    return vocabulary.reshape(-1)[episode[:, None, None] * vocabulary.shape[1] + out].astype(np.int32)
 
 
-def _games(rng: np.random.Generator, cfg: GameConfig, space: stimuli.SymbolicSpace, targets: np.ndarray,
-           pool: np.ndarray) -> dict[str, np.ndarray]:
-    """Every RG of one phase at once (section 2.4): targets (G,) stimulus-centric indices, pool (P,) the phase's
-    classes, ascending. Returns per game: speaker (G, K+1, N) float32 vectors (target first), listener (G, K+1, N)
-    (shuffled), speaker_latents, set_latents (G, K+1, N), listener_latents (G, K+1, N), target (G,) decisions."""
-    g, k, o, d = len(targets), cfg.n_distractors, cfg.n_oc, space.n_values
+# streams of an episode's random numbers (reprobench.s2b.stimuli: the space and the sampling use 0..31)
+S_VOCAB_SPEAKER, S_VOCAB_LISTENER, S_AGENT_ID = 32, 33, 34
+S_SPEAKER_OC, S_LISTENER_OC, S_DISTRACTOR, S_DISTRACTOR_OC, S_REMOVED, S_OTHER, S_OTHER_OC, S_ORDER = range(35, 43)
+
+
+def episode_keys(rng: np.random.Generator, n: int = 1) -> np.ndarray:
+    """The keys of the next n episodes of a generator: (n,) uint64, its next n raw 64-bit outputs. Drawing n at once
+    gives the same keys as n draws of one, so a vector environment can draw ahead of a single one."""
+    return np.asarray(rng.bit_generator.random_raw(n), dtype=np.uint64).reshape(n)
+
+
+def packed_columns(cfg: GameConfig) -> dict[str, slice | int]:
+    """Where each timeline field sits in the packed rows of an EpisodeBatch. int32 `ints`: comm (L), round_idx, game,
+    target, shot, speaker_latents (N), listener_latents ((K + 1) N, slot-major); int8 `small`: mode_id (2, one-hot),
+    round_id (R + 1, one-hot, zeros at feedback), decision, mode."""
+    length, n, r = cfg.max_sentence_length, cfg.n_latents, cfg.n_rounds
+    return {"comm": slice(0, length), "round_idx": length, "game": length + 1, "target": length + 2,
+            "shot": length + 3, "speaker_latents": slice(length + 4, length + 4 + n),
+            "listener_latents": slice(length + 4 + n, length + 4 + n * (cfg.n_distractors + 2)),
+            "n_ints": length + 4 + n * (cfg.n_distractors + 2),
+            "mode_id": slice(0, 2), "round_id": slice(2, 3 + r), "decision": 3 + r, "mode": 4 + r, "n_small": 5 + r}
+
+
+@dataclass(frozen=True)
+class EpisodeBatch:
+    """Episodes drawn together (generate_episodes), their timelines concatenated and packed: the observations of
+    episode b are rows offsets[b]:offsets[b + 1] of ints (int32), small (int8) and stimulus (float32), with the
+    columns of packed_columns(config); the Episode timeline fields are properties that unpack them. Per episode:
+    other_agent_id (B, 10), vocabulary (B, V + 1), the spaces, and the support / query indices (B, n) padded with -1
+    with their (B,) lengths."""
+
+    config: GameConfig
+    ints: np.ndarray
+    small: np.ndarray
+    stimulus: np.ndarray
+    offsets: np.ndarray
+    other_agent_id: np.ndarray
+    vocabulary: np.ndarray
+    spaces: stimuli.SymbolicSpaces
+    support: np.ndarray
+    n_support: np.ndarray
+    query: np.ndarray
+    n_query: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def n_steps(self) -> np.ndarray:
+        return np.diff(self.offsets) - 1
+
+    def field(self, name: str, rows=slice(None)) -> np.ndarray:
+        """Timeline field `name` (an Episode field) of the given rows, in the Episode's dtype."""
+        if name == "stimulus":
+            return self.stimulus[rows].copy()
+        col = packed_columns(self.config)[name]
+        if name in ("decision", "mode"):
+            return self.small[rows, col].astype(bool if name == "decision" else np.int8)
+        out = self.ints[rows, col].astype(np.int64)
+        return out.reshape(len(out), self.config.n_distractors + 1, -1) if name == "listener_latents" else out
+
+    def episode(self, b: int) -> Episode:
+        """Episode b on its own."""
+        rows = slice(int(self.offsets[b]), int(self.offsets[b + 1]))
+        return Episode(**{key: self.field(key, rows) for key in _TIMELINE},
+                       other_agent_id=self.other_agent_id[b].copy(), vocabulary=self.vocabulary[b].copy(),
+                       space=self.spaces.space(b), support=self.support[b, :self.n_support[b]].copy(),
+                       query=self.query[b, :self.n_query[b]].copy())
+
+
+_TIMELINE = ("stimulus", "comm", "mode", "shot", "round_idx", "game", "target", "decision", "speaker_latents",
+             "listener_latents")
+
+
+def _games(keys: np.ndarray, cfg: GameConfig, spaces: stimuli.SymbolicSpaces, episode: np.ndarray,
+           game: np.ndarray, targets: np.ndarray, support_game: np.ndarray) -> dict[str, np.ndarray]:
+    """Every RG of a batch of episodes at once (section 2.4), as M games: game `game` (M,) of episode `episode`
+    (M,), whose target is the stimulus-centric index `targets` (M,), a support game (the train classes are its pool)
+    or a query game (all classes), per support_game (M,). Game g of episode b draws from b's key with index g.
+    Returns per game: speaker (M, K+1, N) float32 vectors (target first), listener (M, K+1, N) (shuffled),
+    speaker_latents (M, N), set_latents and listener_latents (M, K+1, N) int64, target (M,) decisions."""
+    m = len(targets)
+    k, o, d = cfg.n_distractors, cfg.n_oc, spaces.n_values
+    width, n = spaces.oc_samples.shape[2], d.shape[1]
+    uid, tables = stimuli.class_tables(d, width)
+    c = tables["coords"].shape[1]
+    key = keys[episode]
     t_class = targets // o
-    spk_j, lst_j = stimuli.player_oc_indices(rng, targets, o, cfg.variant)
-    classes = np.empty((g, k + 1), dtype=np.int64)
-    oc = np.empty((g, k + 1), dtype=np.int64)
+    own = targets % o
+    spk_j = stimuli.counter_integers(key, S_SPEAKER_OC, game, o) if cfg.variant == "faithful" and o > 1 else own
+    if o == 1:
+        lst_j = own
+    else:  # uniform over the other O - 1 OC samples of the target's class
+        lst_j = stimuli.counter_integers(key, S_LISTENER_OC, game, o - 1)
+        lst_j = lst_j + (lst_j >= own)
+    train_row = uid[episode] * 2 * c  # the support half's row of the (U, 2, C) tables
+    pool = np.where(support_game, tables["size"][uid, 0][episode], np.prod(d, axis=1)[episode])  # classes in the phase
+    t_rank = np.where(support_game, tables["rank"].reshape(-1)[train_row + t_class], t_class)  # the target's position
+    split_flat = tables["split"].reshape(-1)
+
+    def pool_class(position):  # the class at a position of the game's pool, position (M, ...)
+        extra = (1,) * (position.ndim - 1)
+        return np.where(support_game.reshape(m, *extra), split_flat[train_row.reshape(m, *extra) + position],
+                        position)
+
+    classes = np.empty((m, k + 1), dtype=np.int64)
+    oc = np.empty((m, k + 1), dtype=np.int64)
     classes[:, 0], oc[:, 0] = t_class, spk_j
-    if k > 0:
-        if len(pool) - 1 < k:
-            raise ValueError(f"nbr_distractors={k} needs at least {k + 1} classes in a phase, this episode has "
-                             f"{len(pool)}")
-        keys = rng.random((g, len(pool)))
-        keys[pool[None, :] == t_class[:, None]] = np.inf
-        classes[:, 1:] = pool[np.argsort(keys, axis=1, kind="stable")[:, :k]]
-        oc[:, 1:] = rng.integers(o, size=(g, k))
+    if k > 0:  # K distinct other classes of the phase, uniform: the r-th position not taken yet, K times
+        if (pool - 1 < k).any():
+            raise ValueError(f"nbr_distractors={k} needs at least {k + 1} classes in a phase, an episode has "
+                             f"{int(pool.min())}")
+        taken = t_rank[:, None]
+        for i in range(k):
+            pos = stimuli.counter_integers(key, S_DISTRACTOR, game * k + i, np.maximum(pool - 1 - i, 1))
+            for e in np.sort(taken, axis=1).T:
+                pos = pos + (pos >= e)
+            taken = np.concatenate([taken, pos[:, None]], axis=1)
+        classes[:, 1:] = pool_class(taken[:, 1:])
+        oc[:, 1:] = stimuli.counter_integers(key[:, None], S_DISTRACTOR_OC, game[:, None] * k + np.arange(k), o)
     lst_classes, lst_oc = classes.copy(), oc.copy()
     if cfg.object_centric:
         lst_oc[:, 0] = lst_j
-    removed = np.zeros(g, dtype=bool)
-    if cfg.descriptive:
-        removed = rng.random(g) >= cfg.descriptive_target_ratio
-        if len(pool) < 2 and removed.any():
+    removed = np.zeros(m, dtype=bool)
+    if cfg.descriptive:  # the listener's target replaced by a uniformly random other class of the phase
+        removed = stimuli.counter_uniform(key, S_REMOVED, game) >= cfg.descriptive_target_ratio
+        if (removed & (pool < 2)).any():
             raise ValueError("a descriptive game needs at least 2 classes in a phase to remove the target")
-        other = rng.integers(max(len(pool) - 1, 1), size=g)
-        other = other + (other >= np.searchsorted(pool, t_class))
-        other_oc = rng.integers(o, size=g)
-        lst_classes[removed, 0] = pool[np.minimum(other, len(pool) - 1)][removed]
-        lst_oc[removed, 0] = other_oc[removed]
-    order = np.argsort(rng.random((g, k + 1)), axis=1, kind="stable")  # listener slot s shows set element order[s]
-    rows = np.arange(g)[:, None]
-    lst_classes, lst_oc = lst_classes[rows, order], lst_oc[rows, order]
-    target = np.where(removed, k + 1, np.argmax(order == 0, axis=1))
+        other = stimuli.counter_integers(key, S_OTHER, game, np.maximum(pool - 1, 1))
+        other = np.minimum(other + (other >= t_rank), pool - 1)
+        lst_classes[:, 0] = np.where(removed, pool_class(other), lst_classes[:, 0])
+        if o > 1:
+            lst_oc[:, 0] = np.where(removed, stimuli.counter_integers(key, S_OTHER_OC, game, o), lst_oc[:, 0])
+        else:
+            lst_oc[:, 0] = 0
+    if k > 0:  # listener slot s shows set element order[s]
+        order = np.argsort(stimuli.counter_uniform(key[:, None], S_ORDER, game[:, None] * (k + 1) + np.arange(k + 1)),
+                           axis=1, kind="stable")
+        lst_classes = np.take_along_axis(lst_classes, order, axis=1)
+        lst_oc = np.take_along_axis(lst_oc, order, axis=1)
+        target = np.where(removed, k + 1, np.argmax(order == 0, axis=1))
+    else:
+        target = np.where(removed, k + 1, 0)
+
+    coords_flat = tables["coords"].reshape(-1, n)
+    class_row = (uid[episode] * c)[:, None]
+    flat = spaces.oc_samples.reshape(-1)
+    base = ((np.arange(len(d))[:, None] * n + np.arange(n)) * width).take(episode, axis=0)[:, None, :]  # (M, 1, N)
 
     def vectors(cls, j):
-        coords = np.stack(np.unravel_index(cls.ravel(), tuple(d)), axis=1)
-        return stimuli.observe(space, coords, j.ravel()).reshape(g, k + 1, -1), coords.reshape(g, k + 1, -1)
+        coords = coords_flat.take(class_row + cls, axis=0)  # (M, K+1, N); x_{i, v, j} at (base + v) O + j
+        return flat.take((base + coords) * o + j[..., None]).astype(np.float32), coords
 
     spk_vec, set_lat = vectors(classes, oc)
     lst_vec, lst_lat = vectors(lst_classes, lst_oc)
@@ -308,59 +431,149 @@ def _games(rng: np.random.Generator, cfg: GameConfig, space: stimuli.SymbolicSpa
             "listener_latents": lst_lat, "target": target.astype(np.int64)}
 
 
-def generate_episode(rng: np.random.Generator, cfg: GameConfig) -> Episode:
-    """Draw one whole episode (section 2.7) from `rng`, in this order: space, support and query sampling, the two
-    vocabulary bijections, the other agent's id, the support games, the query games."""
-    space = stimuli.sample_space(rng, n_dims=cfg.n_latents, v_min=cfg.v_min, v_max=cfg.v_max, n_oc=cfg.n_oc)
-    d, o = space.n_values, cfg.n_oc
-    train, test = stimuli.split(d, o)
+@dataclass(frozen=True)
+class Phases:
+    """The support and query stimulus-centric indices of a batch of episodes, in presentation order (one support
+    pass): (B, n) int64 arrays padded with -1, and their (B,) lengths."""
+
+    support: np.ndarray
+    n_support: np.ndarray
+    query: np.ndarray
+    n_query: np.ndarray
+
+    def take(self, rows) -> Phases:
+        """The episodes at `rows`, trimmed to their longest."""
+        n_support, n_query = self.n_support.take(rows), self.n_query.take(rows)
+        return Phases(self.support.take(rows, axis=0)[:, :max(int(n_support.max()), 1)], n_support,
+                      self.query.take(rows, axis=0)[:, :max(int(n_query.max()), 1)], n_query)
+
+    @staticmethod
+    def concatenate(parts: list[Phases]) -> Phases:
+        """The episodes of several batches, one after the other."""
+        def cat(name):
+            arrays = [getattr(p, name) for p in parts]
+            width = max(a.shape[1] for a in arrays)
+            return np.concatenate([np.pad(a, ((0, 0), (0, width - a.shape[1])), constant_values=-1) for a in arrays])
+        return Phases(cat("support"), np.concatenate([p.n_support for p in parts]), cat("query"),
+                      np.concatenate([p.n_query for p in parts]))
+
+
+def sample_phases(keys, cfg: GameConfig, n_values: np.ndarray | None = None) -> Phases:
+    """The first step of generate_episodes alone: each episode's support and query stimuli (section 1.5 sampling,
+    or every stimulus of the split, per the config). n_values: the episodes' d(i), when known."""
+    keys = stimuli._keys(keys)
+    o, width = cfg.n_oc, cfg.v_max
+    d = stimuli.sample_n_values(keys, cfg.n_latents, cfg.v_min, cfg.v_max) if n_values is None else n_values
     if cfg.shots is None:
-        support, query = train, test
+        support, n_support = stimuli.split_batch(d, o, "support", width)
+        query, n_query = stimuli.split_batch(d, o, "query", width)
+    elif cfg.query_all:
+        support, n_support = stimuli.component_focused_sampling_batch(keys, d, o, cfg.shots, "support", width)
+        query, n_query = stimuli.split_batch(d, o, "query", width)
     else:
-        support = stimuli.component_focused_sampling(rng, d, train, o, cfg.shots, "support")
-        query = test if cfg.query_all else stimuli.component_focused_sampling(rng, d, test, o, cfg.shots, "query")
+        (support, n_support), (query, n_query) = stimuli.component_focused_sampling_batch(
+            keys, d, o, cfg.shots, "both", width)
+    return Phases(support, n_support, query, n_query)
+
+
+def generate_episodes(keys, cfg: GameConfig, phases: Phases | None = None) -> EpisodeBatch:
+    """Draw whole episodes (section 2.7), one per key, with array operations over the batch: space, support and
+    query sampling (or the given `phases`, sample_phases of the same keys), the two vocabulary bijections, the other
+    agent's id, the games. Every random number of an episode is a function of its key alone
+    (reprobench.s2b.stimuli, 'many episodes at once'), so an episode does not depend on the batch it is drawn in."""
+    keys = stimuli._keys(keys)
+    b, o = len(keys), cfg.n_oc
+    spaces = stimuli.sample_spaces(keys, n_dims=cfg.n_latents, v_min=cfg.v_min, v_max=cfg.v_max, n_oc=o)
+    d = spaces.n_values
+    if phases is None:
+        phases = sample_phases(keys, cfg, d)
+    support, n_support, query, n_query = phases.support, phases.n_support, phases.query, phases.n_query
     v = cfg.vocab_size
-    speaker_map = np.arange(v + 1)
-    listener_map = np.arange(v + 1)
-    if cfg.use_permutations:
-        speaker_map[1:] = 1 + rng.permutation(v)  # decodes the speaker's token into the channel's
-        listener_map[1:] = 1 + rng.permutation(v)  # encodes a channel token into the listener's
-    vocabulary = listener_map[speaker_map]
-    other_agent_id = rng.random(N_AGENT_ID).astype(np.float32)
+    speaker_map = np.tile(np.arange(v + 1), (b, 1))
+    listener_map = speaker_map.copy()
+    if cfg.use_permutations:  # uniform bijections: the order of uniform keys
+        speaker_map[:, 1:] = 1 + np.argsort(stimuli.counter_uniform(keys[:, None], S_VOCAB_SPEAKER, np.arange(v)),
+                                            axis=1, kind="stable")  # decodes the speaker's token into the channel's
+        listener_map[:, 1:] = 1 + np.argsort(stimuli.counter_uniform(keys[:, None], S_VOCAB_LISTENER, np.arange(v)),
+                                             axis=1, kind="stable")  # encodes a channel token into the listener's
+    vocabulary = np.take_along_axis(listener_map, speaker_map, axis=1)
+    other_agent_id = stimuli.counter_uniform(keys[:, None], S_AGENT_ID, np.arange(N_AGENT_ID)).astype(np.float32)
 
-    train_classes = np.unique(train // o)
-    all_classes = np.arange(space.n_combinations)
-    sup = _games(rng, cfg, space, np.tile(support, cfg.nbr_shots), train_classes)
-    qry = _games(rng, cfg, space, query, all_classes)
-    games = {key: np.concatenate([sup[key], qry[key]]) for key in sup}
-    n_sup, n_games = len(support) * cfg.nbr_shots, len(support) * cfg.nbr_shots + len(query)
-    mode = np.repeat(np.array([SUPPORT, QUERY], dtype=np.int8), [n_sup, len(query)])
-    shot = np.concatenate([np.repeat(np.arange(cfg.nbr_shots), len(support)), np.full(len(query), -1)])
-    utter = vocabulary[_utterances(cfg, games["speaker_latents"])]  # in the listener's token space
+    # the games of all episodes in a row: nbr_shots passes over the support targets, then the query targets
+    n_sup = n_support * cfg.nbr_shots
+    n_games = n_sup + n_query
+    first = np.concatenate([[0], np.cumsum(n_games)])  # episode b's games: first[b]:first[b + 1]
+    episode = np.repeat(np.arange(b), n_games)
+    game = np.arange(first[-1]) - first[episode]
+    support_game = game < n_sup[episode]
+    targets = np.where(support_game,
+                       support.reshape(-1)[episode * support.shape[1] + game % np.maximum(n_support, 1)[episode]],
+                       query.reshape(-1)[episode * query.shape[1] + np.maximum(game - n_sup[episode], 0)])
+    games = _games(keys, cfg, spaces, episode, game, targets, support_game)
+    mode = np.where(support_game, SUPPORT, QUERY).astype(np.int8)
+    shot = np.where(support_game, game // np.maximum(n_support, 1)[episode], -1)
+    utter = _utterances(cfg, games["speaker_latents"], vocabulary, episode)  # (M, R + 2, L), listener's tokens
 
-    r, per = cfg.n_rounds, cfg.obs_per_game
-    g = np.repeat(np.arange(n_games), per)
-    kk = np.tile(np.arange(per), n_games)  # 0..R rounds, R + 1 feedback
-    if not cfg.listener_feedback:  # the terminal observation: no next game
-        g, kk = np.append(g, n_games - 1), np.append(kk, -1)
-    terminal = kk == -1
-    feedback = kk == r + 1
-    round_idx = np.where((kk >= 0) & (kk <= r), kk, -1)
-    # comm: the speaker's utterance on the previous observation; utter slots 0..R rounds, R + 1 feedback
-    prev_slot = r + 1 if cfg.listener_feedback else r
-    src_game = np.where(kk == 0, g - 1, g)
-    src_slot = np.where(kk == 0, prev_slot, np.where(feedback | terminal, r, kk - 1))
-    comm = utter[np.maximum(src_game, 0), src_slot]
-    comm[src_game < 0] = EOS
-    lst = games["listener"].reshape(n_games, -1)
-    spk = games["speaker"].reshape(n_games, -1)
-    stimulus = np.where(feedback[:, None], spk[g], lst[g])
-    listener_latents = np.where(feedback[:, None, None], games["set_latents"][g], games["listener_latents"][g])
-    return Episode(stimulus=stimulus.astype(np.float32), comm=comm.astype(np.int64), mode=mode[g], shot=shot[g],
-                   round_idx=round_idx.astype(np.int64), game=g.astype(np.int64),
-                   target=games["target"][g], decision=kk == r, speaker_latents=games["speaker_latents"][g],
-                   listener_latents=listener_latents.astype(np.int64), other_agent_id=other_agent_id,
-                   vocabulary=vocabulary.astype(np.int64), space=space, support=support, query=query)
+    # The timelines, game by game: observation per g + kk of an episode shows its game g at kk = 0..R (rounds) and,
+    # with feedback, R + 1 (feedback), so each field is written as (M, per, ...) blocks of the packed rows; without
+    # feedback a terminal observation follows each episode's last game.
+    r, per, fb = cfg.n_rounds, cfg.obs_per_game, cfg.listener_feedback
+    col = packed_columns(cfg)
+    m = len(game)
+    # the columns constant over a game, then the ones that change with kk
+    row = np.empty((m, col["n_ints"]), dtype=np.int32)
+    row[:, col["game"]] = game
+    row[:, col["target"]] = games["target"]
+    row[:, col["shot"]] = shot
+    row[:, col["speaker_latents"]] = games["speaker_latents"]
+    row[:, col["listener_latents"]] = games["listener_latents"].reshape(m, -1)
+    ints = np.empty((m, per, col["n_ints"]), dtype=np.int32)
+    ints[:] = row[:, None]
+    kk = np.arange(per)
+    ints[..., col["round_idx"]] = np.where(kk <= r, kk, -1)
+    # comm: the speaker's utterance on the previous observation (utter slots 0..R rounds, R + 1 feedback): round 0
+    # shows the previous game's last utterance, or nothing before an episode's first game
+    comm = ints[..., col["comm"]]
+    comm[1:, 0] = utter[:-1, r + 1 if fb else r]
+    comm[first[:-1], 0] = EOS
+    comm[:, 1:] = utter[:, :per - 1]
+    stimulus = np.empty((m, per, cfg.stimulus_dim), dtype=np.float32)
+    stimulus[:, :r + 1] = games["listener"].reshape(m, 1, -1)
+    if fb:  # feedback: the speaker's stimuli (the true target first)
+        ints[:, r + 1, col["listener_latents"]] = games["set_latents"].reshape(m, -1)
+        stimulus[:, r + 1] = games["speaker"].reshape(m, -1)
+    template = np.zeros((2, per, col["n_small"]), dtype=np.int8)  # by mode and kk
+    template[:, :, col["mode_id"]] = np.eye(2, dtype=np.int8)[:, None]
+    template[:, :r + 1, col["round_id"]] = np.eye(r + 1, dtype=np.int8)
+    template[:, r, col["decision"]] = 1
+    template[:, :, col["mode"]] = np.arange(2)[:, None]
+    small = template.take(mode, axis=0)
+    ints, small, stimulus = (x.reshape(m * per, -1) for x in (ints, small, stimulus))
+    offsets = per * first
+    if not fb:  # a terminal observation after each episode's last round R: round_idx -1, the utterance of round R
+        offsets = offsets + np.arange(b + 1)
+        terminal = np.zeros(offsets[-1], dtype=bool)
+        terminal[offsets[1:] - 1] = True
+        last = per * first[1:] - 1  # the last round R row of each episode
+        packed = []
+        for x in (ints, small, stimulus):
+            out = np.empty((offsets[-1], x.shape[1]), dtype=x.dtype)
+            out[~terminal] = x
+            out[terminal] = x[last]
+            packed.append(out)
+        ints, small, stimulus = packed
+        ints[terminal, col["comm"]] = utter[first[1:] - 1, r]
+        ints[terminal, col["round_idx"]] = -1
+        small[terminal, col["round_id"]] = 0
+        small[terminal, col["decision"]] = 0
+    return EpisodeBatch(config=cfg, ints=ints, small=small, stimulus=stimulus, offsets=offsets,
+                        other_agent_id=other_agent_id, vocabulary=vocabulary, spaces=spaces, support=support,
+                        n_support=n_support, query=query, n_query=n_query)
+
+
+def generate_episode(rng: np.random.Generator, cfg: GameConfig) -> Episode:
+    """Draw one whole episode (section 2.7): the next key of `rng` (episode_keys), then generate_episodes."""
+    return generate_episodes(episode_keys(rng), cfg).episode(0)
 
 
 def observation_space(cfg: GameConfig) -> spaces.Dict:

@@ -1,7 +1,8 @@
-"""Gymnasium registration of the S2B environments; importing this module registers nothing.
+"""Gymnasium registration of the S2B environments. Importing this module registers them (gymnasium's own pattern),
+so the module-prefixed id needs no import of ours:
+gymnasium.make("reprobench.s2b.envs:reprobench/MetaReferentialGame-v0").
 
-    from reprobench.s2b.envs import register_envs
-    register_envs()
+    import reprobench.s2b.envs  # or: from reprobench.s2b.envs import register_envs; register_envs()
     env = gymnasium.make("reprobench/MetaReferentialGame-v0", descriptive=True, nbr_distractors=0)
     envs = gymnasium.make_vec("reprobench/MetaReferentialGame-v0", num_envs=256)   # MetaReferentialGameVector
     recall = gymnasium.make("reprobench/MetaReferentialGameRecall-v0", representation="ohe")
@@ -28,3 +29,6 @@ def register_envs() -> None:
     for env_id, kwargs in _ENTRY_POINTS.items():
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, **kwargs)
+
+
+register_envs()

@@ -1,0 +1,99 @@
+"""`reprobench s2b <stage>`: one subcommand per rule of workflow/rules/s2b.smk. Parse, call, write; the work is in
+the modules named by each handler. Heavy imports happen inside the handlers."""
+
+from __future__ import annotations
+
+from reprobench.core.cli import add_output, output_stem
+
+
+def register(sub) -> None:
+    from reprobench.s2b import PAPER
+    from reprobench.s2b.grid import FIGURES, TABLES
+
+    p = sub.add_parser("s2b", help=f"{PAPER.title} ({PAPER.citation})")
+    s = p.add_subparsers(dest="stage", required=True)
+
+    t = s.add_parser("speaker", help="the posdis speaker's topsim, posdis and bosdis over episodes (Table 1, PS)")
+    t.add_argument("--seed", type=int, required=True)
+    t.add_argument("--episodes", type=int, required=True)
+    t.add_argument("--v-min", type=int, required=True)
+    t.add_argument("--v-max", type=int, required=True)
+    t.add_argument("--scale", required=True)
+    t.add_argument("--out", required=True)
+    t.set_defaults(func=cmd_speaker)
+
+    t = s.add_parser("disentanglement", help="FactorVAE, MIG, Modularity of SCS stimuli (Appendix D.2)")
+    t.add_argument("--seed", type=int, required=True)
+    t.add_argument("--n-oc", type=int, nargs="+", required=True)
+    t.add_argument("--scale", required=True)
+    t.add_argument("--out", required=True)
+    t.set_defaults(func=cmd_disentanglement)
+
+    t = s.add_parser("aggregate", help="per-seed means of every probe")
+    t.add_argument("--curves", nargs="+", required=True)
+    t.add_argument("--out", required=True)
+    t.set_defaults(func=cmd_aggregate)
+
+    for name in ("table1", "tableD2"):
+        t = s.add_parser(name, help=f"{TABLES[name].title}: {TABLES[name].stem}.*")
+        t.add_argument("--probes", required=True)
+        add_output(t, "table")
+        t.set_defaults(func=cmd_table, product=name)
+    t = s.add_parser("table3", help=f"{TABLES['table3'].title}: {TABLES['table3'].stem}.*")
+    add_output(t, "table")
+    t.set_defaults(func=cmd_table3)
+    for name in ("figure3", "figure4"):
+        t = s.add_parser(name, help=f"{FIGURES[name].title}: {FIGURES[name].stem}.*")
+        t.add_argument("--seed", type=int, required=True, help="the episode's seed")
+        add_output(t, "figure")
+        t.set_defaults(func=cmd_figure, product=name)
+
+    t = s.add_parser("compare", help="published vs reproduced numbers")
+    t.add_argument("--probes", required=True)
+    t.add_argument("--out", required=True)
+    t.set_defaults(func=cmd_compare)
+
+
+def cmd_speaker(args) -> None:
+    from reprobench.s2b import runs
+
+    runs.speaker_run(args.seed, args.episodes, args.out, args.scale, args.v_min, args.v_max)
+
+
+def cmd_disentanglement(args) -> None:
+    from reprobench.s2b import runs
+
+    runs.disentanglement_run(args.seed, args.n_oc, args.out, args.scale)
+
+
+def cmd_aggregate(args) -> None:
+    from reprobench.s2b import summary
+
+    summary.aggregate(args.curves, args.out)
+
+
+def cmd_table(args) -> None:
+    from reprobench.s2b import render, summary
+
+    draw = {"table1": render.table1, "tableD2": render.tableD2}[args.product]
+    draw(summary.read_probes(args.probes), output_stem(args.out, (".md", ".csv", ".tex")))
+
+
+def cmd_table3(args) -> None:
+    from reprobench.s2b import render
+
+    render.table3(output_stem(args.out, (".md", ".csv", ".tex")))
+
+
+def cmd_figure(args) -> None:
+    from reprobench.s2b import render
+
+    draw = {"figure3": render.figure3, "figure4": render.figure4}[args.product]
+    draw(output_stem(args.out, (".png", ".pdf")), args.seed)
+
+
+def cmd_compare(args) -> None:
+    from reprobench.core import compare
+    from reprobench.s2b import render, summary
+
+    compare.write(render.comparison_rows(summary.read_probes(args.probes)), args.out)

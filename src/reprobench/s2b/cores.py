@@ -1,0 +1,574 @@
+"""The R2D2 agents' networks for the S2B listener (specs/s2b.md section 4.3): encoder -> recurrent core -> dueling head.
+
+Every core has one interface, so the learner, the actors and the reconstruction loss never look inside it:
+
+    h, state = core(x, state)                 one step: x (B, F) -> h (B, out_dim); state a dict of (B, ...) tensors
+    state = core.initial_state(batch)         all zeros (an episode's start; the learner resets nothing inside a
+                                              stored sequence, which never crosses an episode's end)
+    h, state, feats = core.unroll(x, state, features)   x (B, T, F) -> h (B, T, out_dim); feats (B, T, recon_dim)
+    core.recon_features(h, state)             what the auxiliary reconstruction reads (section 4.4), (B, recon_dim)
+
+Cores (`CORES`):
+- "lstm": Table 2's old Regym `MLP-LSTM-RNN2` (section 4.3 A). Encoder: phi = FCBody(stimulus, [512, 256, 128]);
+  concat [phi; previous reward; previous action one-hot A; channel one-hot L (V + 1); round_id R + 1; role_id 2;
+  mode_id 2; previous_game_result 2; previous_game_reward 1; legal-action mask A] (1197 for A = 519) -> FCBody
+  [512, 256, 256]; core: a 2-layer LSTM (128, 128), output concat [MLP features; LSTM out] (384, the residual);
+  reconstruction reads both layers' h (256). (The paper's text and Table 5 say 256, 128: `lstm=(256, 128)`.)
+- "archi_lstm": Table 4's Archi LSTM (B). Encoder: stimulus -> 64 -> 32 and channel one-hot -> 64 -> 32 (ReLU on
+  both layers), concat [both; the flags; previous reward; previous action one-hot] (245 for A = 171); core: one LSTM
+  512; the head reads [h; mask]; reconstruction reads h.
+- "esbn": Table 4's ESBN (C) on the Archi encoder's z_t: controller LSTM 256 on [z_t; previous read (257)], gate and
+  key from its h, read = sigmoid(g) sum_n softmax(M_v z_t)_n [M_k[n]; sigmoid(Linear(M_v[n] . z_t))], write (k_t, z_t);
+  output LSTM 512 on [z_t; h_ctrl; read] (758) -> Linear 256; the head reads [256; 758; mask] (1185 for A = 171);
+  reconstruction reads the key memory's last 3 slots, zero-padded (3 x 256).
+- "dcem": Table 4's dual-coding episodic memory (D): memories of extended obs [obs-enc 32; flags 10] and extended comm
+  (42 each); a comm-keyed query (42 -> 256 -> 3 x 42) reads the obs memory with the comm memory as keys and vice versa;
+  per head: cosine to the keys, top-6, weights 1 / (1 - cos) normalised, the weighted values through one-head
+  self-attention, summed; output LSTM 512 on [its previous h; 126; 126; z_t] (1009 for A = 171) -> FC 512 -> 256
+  (ReLU); the head reads [256; mask]; reconstruction reads the 1009 input.
+- "dnc": Figure 6's (and the recall task's) full DNC (E): 128 slots x 32, 2 read heads, 1 write head, dense
+  addressing; controller LSTM (128, 128) on [phi-encoder features; previous reads]; output Linear([controller out;
+  reads] -> 128). Encoder: the "lstm" encoder without its critic MLP. Reconstruction: `dnc_recon` "hidden"
+  (faithful: the 2021-10 code read the controller's h, 2 x 128) or "memory" (the paper's text and later code: the
+  last 3 memory slots, 3 x 32).
+
+Faithful/corrected (section 6.3 item 7): `fc_activation` "all" (faithful, and the paper's text: the 2021-22 Regym
+FCBody repeated its first non-linearity, so ReLU after every Linear, the last included) or "head" (Regym since
+`da2a0c87`, 2023-04: ReLU after the first Linear only, what the old script gives on `develop` today). It applies to
+the old Regym bodies ("lstm", "dnc"); Archi's FC modules put ReLU after every layer in every version.
+
+Actions (`ActionLayout`, section 2.10): "combined" (faithful) is the reference's DiscreteCombinedActionWrapper,
+(K + 2) (1 + sum_p V^p) + 1 actions, decision = a // #sentences, the last action a no-op; "decision" (compact) keeps
+only the decision: K + 2 + 1 actions, the no-op last. The listener's legal actions: the no-op only, except at the
+decision step (round_idx == R) where every action but the no-op is legal.
+
+Choices where the spec is silent: PyTorch's default initialisation; `other_agent_id` is not an input (the spec's
+input lists leave it out); before an episode's first action the previous action is none (a zero one-hot) and the
+previous reward 0; ESBN and DCEM memories are rings of `memory_capacity` slots (512, longer than any episode of the
+paper's settings; the reference's memories grow without bound), read before the current step is written; the ESBN
+output Linear and the DCEM query's last layer follow Archi's convention (ReLU on every FC layer, none after a bare
+Linear); one self-attention module per DCEM direction, shared by its 3 heads; DNC usage allocation uses a stable sort.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+CORES = ("lstm", "archi_lstm", "esbn", "dcem", "dnc")
+ARCHI_CORES = ("archi_lstm", "esbn", "dcem")
+FC_ACTIVATIONS = ("all", "head")
+ACTION_KINDS = ("combined", "decision")
+DNC_RECON = ("hidden", "memory")
+FLAG_KEYS = ("round_id", "role_id", "mode_id", "previous_game_result", "previous_game_reward")
+INPUT_KEYS = ("stimulus", "comm", "prev_reward", *FLAG_KEYS, "prev_action", "decision")
+_NEG = -2.0  # below any cosine similarity: marks empty memory slots for top-k
+
+
+class ActionLayout:
+    """The listener's discrete action space (see the module docstring). `legal` (2, A) bool: row 0 at non-decision
+    steps, row 1 at the decision step."""
+
+    def __init__(self, kind: str, n_decisions: int, vocab_size: int, max_len: int):
+        if kind not in ACTION_KINDS:
+            raise ValueError(f"action kind must be one of {ACTION_KINDS}, got {kind!r}")
+        self.kind, self.n_decisions = kind, int(n_decisions)
+        self.n_sentences = 1 + sum(vocab_size ** p for p in range(1, max_len + 1)) if kind == "combined" else 1
+        self.n_actions = self.n_decisions * self.n_sentences + 1
+        self.noop = self.n_actions - 1
+        self.legal = np.zeros((2, self.n_actions), dtype=bool)
+        self.legal[0, self.noop] = True
+        self.legal[1, :self.noop] = True
+
+    def decisions(self, actions: np.ndarray) -> np.ndarray:
+        """The environment's decision of each action (the no-op is decision 0, as the reference's wrapper)."""
+        a = np.asarray(actions, dtype=np.int64)
+        return np.where(a == self.noop, 0, a // self.n_sentences)
+
+    def random_actions(self, rng: np.random.Generator, decision: np.ndarray) -> np.ndarray:
+        """A uniformly random legal action per actor (one draw per actor, whatever its step)."""
+        draw = rng.integers(self.noop, size=len(decision))
+        return np.where(np.asarray(decision, dtype=bool), draw, self.noop)
+
+
+@dataclass(frozen=True)
+class InputDims:
+    """Sizes of the listener's inputs: stimulus (K+1) N_dim, channel L tokens in 0..V, round_id R + 1, A actions."""
+
+    stimulus: int
+    vocab_size: int
+    max_len: int
+    round_dim: int
+    n_actions: int
+
+    @property
+    def comm(self) -> int:
+        return self.max_len * (self.vocab_size + 1)
+
+    @property
+    def flags(self) -> int:
+        """previous reward 1 + round_id + role 2 + mode 2 + previous result 2 + previous game reward 1."""
+        return 1 + self.round_dim + 2 + 2 + 2 + 1
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    """Network sizes; the defaults are the reference's (section 4.3). `tiny_net(core)` gives test-sized ones."""
+
+    core: str = "lstm"
+    fc_activation: str = "all"
+    phi: tuple[int, ...] = (512, 256, 128)
+    critic: tuple[int, ...] = (512, 256, 256)
+    lstm: tuple[int, ...] = (128, 128)
+    archi_obs: tuple[int, ...] = (64, 32)
+    archi_comm: tuple[int, ...] = (64, 32)
+    archi_lstm: int = 512
+    esbn_controller: int = 256
+    esbn_key: int = 256
+    esbn_lstm: int = 512
+    esbn_out: int = 256
+    memory_capacity: int = 512
+    recon_slots: int = 3
+    dcem_query: int = 256
+    dcem_heads: int = 3
+    dcem_topk: int = 6
+    dcem_lstm: int = 512
+    dcem_fc: tuple[int, ...] = (512, 256)
+    dnc_controller: tuple[int, ...] = (128, 128)
+    dnc_slots: int = 128
+    dnc_width: int = 32
+    dnc_reads: int = 2
+    dnc_out: int = 128
+    dnc_recon: str = "hidden"
+
+    def __post_init__(self):
+        if self.core not in CORES:
+            raise ValueError(f"core must be one of {CORES}, got {self.core!r}")
+        if self.fc_activation not in FC_ACTIVATIONS:
+            raise ValueError(f"fc_activation must be one of {FC_ACTIVATIONS}, got {self.fc_activation!r}")
+        if self.dnc_recon not in DNC_RECON:
+            raise ValueError(f"dnc_recon must be one of {DNC_RECON}, got {self.dnc_recon!r}")
+        for name in ("memory_capacity", "recon_slots", "dcem_heads", "dcem_topk", "dnc_slots", "dnc_width",
+                     "dnc_reads"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def tiny_net(core: str = "lstm", **overrides) -> NetConfig:
+    """Test-sized widths (every layer kept, every width divided down) for `core`."""
+    sizes = dict(core=core, phi=(32, 16, 16), critic=(32, 16, 16), lstm=(16, 16), archi_obs=(16, 8),
+                 archi_comm=(16, 8), archi_lstm=32, esbn_controller=16, esbn_key=16, esbn_lstm=32, esbn_out=16,
+                 memory_capacity=64, dcem_query=16, dcem_lstm=32, dcem_fc=(32, 16), dnc_controller=(16, 16),
+                 dnc_slots=16, dnc_width=8, dnc_out=16)
+    sizes.update(overrides)
+    return NetConfig(**sizes)
+
+
+class FCBody(nn.Module):
+    """Regym's / Archi's fully connected body: Linear layers of `sizes`; ReLU after every layer ("all") or after the
+    first only ("head", Regym since 2023-04)."""
+
+    def __init__(self, in_dim: int, sizes, activation: str = "all"):
+        super().__init__()
+        if activation not in FC_ACTIVATIONS:
+            raise ValueError(f"activation must be one of {FC_ACTIVATIONS}, got {activation!r}")
+        dims = [in_dim, *sizes]
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.relu = [activation == "all" or i == 0 for i in range(len(sizes))]
+        self.out_dim = dims[-1]
+
+    def forward(self, x: Tensor) -> Tensor:
+        for layer, relu in zip(self.layers, self.relu):
+            x = layer(x)
+            if relu:
+                x = F.relu(x)
+        return x
+
+
+def _flags(inp: dict[str, Tensor]) -> Tensor:
+    return torch.cat([inp["prev_reward"].float(), *(inp[k].float() for k in FLAG_KEYS)], dim=-1)
+
+
+def _one_hot(index: Tensor, n: int) -> Tensor:
+    """One-hot of (...,) indices, all zeros where index < 0."""
+    return F.one_hot(index.clamp_min(0), n).float() * (index >= 0).unsqueeze(-1).float()
+
+
+def comm_one_hot(comm: Tensor, vocab_size: int) -> Tensor:
+    """The multi-binary channel (MultiBinaryCommunicationChannelWrapper): (..., L) tokens -> (..., L (V + 1))."""
+    return F.one_hot(comm.long(), vocab_size + 1).float().flatten(-2)
+
+
+class RegymEncoder(nn.Module):
+    """Old Regym torso ("lstm", "dnc"): phi(stimulus) and every other input, concatenated, then (for "lstm") the
+    critic FCBody. Input: flat (N, ...) inputs and the legal mask (N, A)."""
+
+    def __init__(self, dims: InputDims, phi, critic, activation: str):
+        super().__init__()
+        self.dims = dims
+        self.phi = FCBody(dims.stimulus, phi, activation)
+        cat_dim = self.phi.out_dim + dims.flags + dims.comm + 2 * dims.n_actions
+        self.critic = FCBody(cat_dim, critic, activation) if critic else None
+        self.out_dim = self.critic.out_dim if critic else cat_dim
+
+    def forward(self, inp: dict[str, Tensor], mask: Tensor) -> Tensor:
+        d = self.dims
+        x = torch.cat([self.phi(inp["stimulus"].float()), inp["prev_reward"].float(),
+                       _one_hot(inp["prev_action"].long(), d.n_actions), comm_one_hot(inp["comm"], d.vocab_size),
+                       *(inp[k].float() for k in FLAG_KEYS), mask.float()], dim=-1)
+        return self.critic(x) if self.critic is not None else x
+
+
+class ArchiEncoder(nn.Module):
+    """Archi torso ("archi_lstm", "esbn", "dcem"): z = [obs-enc; comm-enc; flags; previous action one-hot], in this
+    order (the DCEM core slices it)."""
+
+    def __init__(self, dims: InputDims, obs_sizes, comm_sizes):
+        super().__init__()
+        self.dims = dims
+        self.obs = FCBody(dims.stimulus, obs_sizes, "all")
+        self.comm = FCBody(dims.comm, comm_sizes, "all")
+        self.obs_dim, self.comm_dim = self.obs.out_dim, self.comm.out_dim
+        self.out_dim = self.obs_dim + self.comm_dim + dims.flags + dims.n_actions
+
+    def forward(self, inp: dict[str, Tensor], mask: Tensor) -> Tensor:
+        d = self.dims
+        return torch.cat([self.obs(inp["stimulus"].float()), self.comm(comm_one_hot(inp["comm"], d.vocab_size)),
+                          _flags(inp), _one_hot(inp["prev_action"].long(), d.n_actions)], dim=-1)
+
+
+class Core(nn.Module):
+    """The recurrent core interface (module docstring). Subclasses set out_dim and recon_dim and define forward,
+    _zeros (name -> (shape, dtype)) and recon_features; unroll loops over time unless overridden."""
+
+    out_dim: int
+    recon_dim: int
+
+    def state_spec(self) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+        raise NotImplementedError
+
+    def initial_state(self, batch: int, device=None) -> dict[str, Tensor]:
+        return {k: torch.zeros((batch, *shape), dtype=dtype, device=device)
+                for k, (shape, dtype) in self.state_spec().items()}
+
+    def recon_features(self, h: Tensor, state: dict[str, Tensor]) -> Tensor:
+        raise NotImplementedError
+
+    def unroll(self, x: Tensor, state: dict[str, Tensor], features: bool = False):
+        hs, feats = [], []
+        for t in range(x.shape[1]):
+            h, state = self(x[:, t], state)
+            hs.append(h)
+            if features:
+                feats.append(self.recon_features(h, state))
+        return torch.stack(hs, 1), state, (torch.stack(feats, 1) if features else None)
+
+
+class LSTMCore(Core):
+    """Stacked LSTMs (one nn.LSTM per layer, so layers may differ in size); out = [x; h_last] when residual."""
+
+    def __init__(self, in_dim: int, sizes, residual: bool):
+        super().__init__()
+        dims = [in_dim, *sizes]
+        self.layers = nn.ModuleList(nn.LSTM(a, b, batch_first=True) for a, b in zip(dims[:-1], dims[1:]))
+        self.sizes, self.residual = tuple(sizes), residual
+        self.out_dim = (in_dim if residual else 0) + sizes[-1]
+        self.recon_dim = sum(sizes)
+
+    def state_spec(self):
+        spec = {}
+        for i, s in enumerate(self.sizes):
+            spec[f"h{i}"] = ((s,), torch.float32)
+            spec[f"c{i}"] = ((s,), torch.float32)
+        return spec
+
+    def unroll(self, x: Tensor, state: dict[str, Tensor], features: bool = False):
+        y, new, outs = x, {}, []
+        for i, layer in enumerate(self.layers):
+            y, (h, c) = layer(y, (state[f"h{i}"].unsqueeze(0).contiguous(), state[f"c{i}"].unsqueeze(0).contiguous()))
+            new[f"h{i}"], new[f"c{i}"] = h[0], c[0]
+            outs.append(y)
+        out = torch.cat([x, y], dim=-1) if self.residual else y
+        return out, new, (torch.cat(outs, dim=-1) if features else None)
+
+    def forward(self, x: Tensor, state: dict[str, Tensor]):
+        out, new, _ = self.unroll(x.unsqueeze(1), state)
+        return out[:, 0], new
+
+    def recon_features(self, h: Tensor, state: dict[str, Tensor]) -> Tensor:
+        return torch.cat([state[f"h{i}"] for i in range(len(self.sizes))], dim=-1)
+
+
+def _ring_write(memory: Tensor, count: Tensor, value: Tensor) -> Tensor:
+    """memory (B, C, D) with value (B, D) written at slot count % C (no host sync)."""
+    slot = F.one_hot(count % memory.shape[1], memory.shape[1]).bool().unsqueeze(-1)
+    return torch.where(slot, value.unsqueeze(1), memory)
+
+
+def _valid_slots(count: Tensor, capacity: int) -> Tensor:
+    return torch.arange(capacity, device=count.device)[None, :] < count.clamp(max=capacity)[:, None]
+
+
+def _last_slots(memory: Tensor, count: Tensor, n: int) -> Tensor:
+    """The n most recently written slots of a ring memory, oldest first, zeros where fewer were written: (B, n D)."""
+    cap = memory.shape[1]
+    idx = count[:, None] - n + torch.arange(n, device=count.device)[None, :]  # (B, n)
+    ok = (idx >= 0) & (idx >= count[:, None] - cap)
+    rows = torch.gather(memory, 1, (idx % cap).unsqueeze(-1).expand(-1, -1, memory.shape[2]))
+    return (rows * ok.unsqueeze(-1).to(rows.dtype)).flatten(1)
+
+
+class ESBNCore(Core):
+    """The Emergent Symbol Binding Network core of Archi (section 4.3 C); see the module docstring."""
+
+    def __init__(self, in_dim: int, controller: int, key: int, lstm: int, out: int, capacity: int,
+                 recon_slots: int):
+        super().__init__()
+        self.in_dim, self.ctrl, self.key_dim, self.lstm_dim, self.cap = in_dim, controller, key, lstm, capacity
+        self.recon_slots = recon_slots
+        self.controller = nn.LSTMCell(in_dim + key + 1, controller)
+        self.gate = nn.Linear(controller, 1)
+        self.key = nn.Linear(controller, key)
+        self.confidence = nn.Linear(1, 1)
+        self.cat_dim = in_dim + controller + key + 1
+        self.out_lstm = nn.LSTMCell(self.cat_dim, lstm)
+        self.out = nn.Linear(lstm, out)
+        self.out_dim = out + self.cat_dim
+        self.recon_dim = recon_slots * key
+
+    def state_spec(self):
+        f = torch.float32
+        return {"ctrl_h": ((self.ctrl,), f), "ctrl_c": ((self.ctrl,), f), "read": ((self.key_dim + 1,), f),
+                "out_h": ((self.lstm_dim,), f), "out_c": ((self.lstm_dim,), f),
+                "mem_k": ((self.cap, self.key_dim), f), "mem_v": ((self.cap, self.in_dim), f),
+                "count": ((), torch.int64)}
+
+    def forward(self, z: Tensor, s: dict[str, Tensor]):
+        h, c = self.controller(torch.cat([z, s["read"]], dim=-1), (s["ctrl_h"], s["ctrl_c"]))
+        g, k = self.gate(h), self.key(h)
+        valid = _valid_slots(s["count"], self.cap)
+        sim = (s["mem_v"] * z.unsqueeze(1)).sum(-1)  # (B, C)
+        w = torch.softmax(sim.masked_fill(~valid, torch.finfo(sim.dtype).min), dim=-1) * valid.to(sim.dtype)
+        conf = torch.sigmoid(self.confidence(sim.unsqueeze(-1)))  # (B, C, 1)
+        read = torch.sigmoid(g) * (w.unsqueeze(-1) * torch.cat([s["mem_k"], conf], dim=-1)).sum(1)
+        cat = torch.cat([z, h, read], dim=-1)
+        oh, oc = self.out_lstm(cat, (s["out_h"], s["out_c"]))
+        new = {"ctrl_h": h, "ctrl_c": c, "read": read, "out_h": oh, "out_c": oc,
+               "mem_k": _ring_write(s["mem_k"], s["count"], k), "mem_v": _ring_write(s["mem_v"], s["count"], z),
+               "count": s["count"] + 1}
+        return torch.cat([self.out(oh), cat], dim=-1), new
+
+    def recon_features(self, h: Tensor, state: dict[str, Tensor]) -> Tensor:
+        return _last_slots(state["mem_k"], state["count"], self.recon_slots)
+
+
+class DCEMCore(Core):
+    """Archi's dual-coding episodic memory core (section 4.3 D); see the module docstring. Its input is the Archi
+    encoder's z = [obs-enc; comm-enc; flags; previous action]."""
+
+    def __init__(self, in_dim: int, obs_dim: int, comm_dim: int, flags_dim: int, query: int, heads: int, topk: int,
+                 lstm: int, fc, capacity: int):
+        super().__init__()
+        if obs_dim != comm_dim:
+            raise ValueError(f"the DCEM needs equal obs and comm encodings, got {obs_dim} and {comm_dim}")
+        self.obs_dim, self.flags_dim, self.heads, self.topk, self.cap, self.lstm_dim = (obs_dim, flags_dim, heads,
+                                                                                         topk, capacity, lstm)
+        self.ext = obs_dim + flags_dim
+        self.query_comm = FCBody(self.ext, (query, heads * self.ext), "all")  # reads the obs memory
+        self.query_obs = FCBody(self.ext, (query, heads * self.ext), "all")  # reads the comm memory
+        self.att_obs = nn.MultiheadAttention(self.ext, 1, batch_first=True)
+        self.att_comm = nn.MultiheadAttention(self.ext, 1, batch_first=True)
+        self.cat_dim = lstm + 2 * heads * self.ext + in_dim
+        self.lstm = nn.LSTMCell(self.cat_dim, lstm)
+        self.fc = FCBody(lstm, fc, "all")
+        self.out_dim, self.recon_dim = self.fc.out_dim, self.cat_dim
+
+    def state_spec(self):
+        f = torch.float32
+        return {"h": ((self.lstm_dim,), f), "c": ((self.lstm_dim,), f), "mem_obs": ((self.cap, self.ext), f),
+                "mem_comm": ((self.cap, self.ext), f), "count": ((), torch.int64), "features": ((self.cat_dim,), f)}
+
+    def _read(self, query: Tensor, keys: Tensor, values: Tensor, valid: Tensor, att: nn.MultiheadAttention):
+        b, n_heads, ext = query.shape[0], self.heads, self.ext
+        q = query.view(b, n_heads, ext)
+        cos = F.cosine_similarity(q.unsqueeze(2), keys.unsqueeze(1), dim=-1, eps=1e-8)  # (B, H, C)
+        cos = cos.masked_fill(~valid.unsqueeze(1), _NEG)
+        top, idx = cos.topk(min(self.topk, self.cap), dim=-1)  # (B, H, k)
+        ok = top > _NEG / 2
+        w = ok.to(top.dtype) / (1.0 - top + 1e-6)
+        w = w / w.sum(-1, keepdim=True).clamp_min(1e-12)
+        k = idx.shape[-1]
+        vals = torch.gather(values.unsqueeze(1).expand(b, n_heads, -1, ext), 2, idx.unsqueeze(-1).expand(-1, -1, -1,
+                                                                                                           ext))
+        seq = (w.unsqueeze(-1) * vals).reshape(b * n_heads, k, ext)
+        pad = ~ok.reshape(b * n_heads, k)
+        pad = pad & ~pad.all(-1, keepdim=True)  # an empty memory: attend over the zeros rather than over nothing
+        out, _ = att(seq, seq, seq, key_padding_mask=pad, need_weights=False)
+        out = (out * ok.reshape(b * n_heads, k, 1).to(out.dtype)).sum(1)
+        return out.reshape(b, n_heads * ext)
+
+    def forward(self, z: Tensor, s: dict[str, Tensor]):
+        o, f = self.obs_dim, self.flags_dim
+        flags = z[:, 2 * o:2 * o + f]
+        ext_obs = torch.cat([z[:, :o], flags], dim=-1)
+        ext_comm = torch.cat([z[:, o:2 * o], flags], dim=-1)
+        valid = _valid_slots(s["count"], self.cap)
+        read_obs = self._read(self.query_comm(ext_comm), s["mem_comm"], s["mem_obs"], valid, self.att_obs)
+        read_comm = self._read(self.query_obs(ext_obs), s["mem_obs"], s["mem_comm"], valid, self.att_comm)
+        cat = torch.cat([s["h"], read_obs, read_comm, z], dim=-1)
+        h, c = self.lstm(cat, (s["h"], s["c"]))
+        new = {"h": h, "c": c, "mem_obs": _ring_write(s["mem_obs"], s["count"], ext_obs),
+               "mem_comm": _ring_write(s["mem_comm"], s["count"], ext_comm), "count": s["count"] + 1,
+               "features": cat}
+        return self.fc(h), new
+
+    def recon_features(self, h: Tensor, state: dict[str, Tensor]) -> Tensor:
+        return state["features"]
+
+
+def _content_weights(memory: Tensor, keys: Tensor, strengths: Tensor) -> Tensor:
+    """DNC content addressing: softmax_n(beta cos(key, M[n])); memory (B, N, W), keys (B, H, W), strengths (B, H)."""
+    cos = F.normalize(keys, dim=-1, eps=1e-6) @ F.normalize(memory, dim=-1, eps=1e-6).transpose(1, 2)
+    return torch.softmax(strengths.unsqueeze(-1) * cos, dim=-1)
+
+
+class DNCCore(Core):
+    """The Differentiable Neural Computer (Graves et al. 2016) with dense addressing (section 4.3 E)."""
+
+    def __init__(self, in_dim: int, controller, slots: int, width: int, reads: int, out: int, recon: str,
+                 recon_slots: int):
+        super().__init__()
+        self.n, self.w, self.r, self.recon, self.recon_slots = slots, width, reads, recon, recon_slots
+        self.controller = LSTMCore(in_dim + reads * width, controller, residual=False)
+        self.splits = [reads * width, reads, width, 1, width, width, reads, 1, 1, 3 * reads]
+        self.interface = nn.Linear(controller[-1], sum(self.splits))
+        self.output = nn.Linear(controller[-1] + reads * width, out)
+        self.out_dim = out
+        self.recon_dim = sum(controller) if recon == "hidden" else min(recon_slots, slots) * width
+        self.register_buffer("off_diagonal", 1.0 - torch.eye(slots), persistent=False)
+
+    def state_spec(self):
+        f = torch.float32
+        spec = {f"ctrl_{k}": v for k, v in self.controller.state_spec().items()}
+        spec.update({"memory": ((self.n, self.w), f), "usage": ((self.n,), f), "link": ((self.n, self.n), f),
+                     "precedence": ((self.n,), f), "read_w": ((self.r, self.n), f), "write_w": ((self.n,), f),
+                     "reads": ((self.r * self.w,), f)})
+        return spec
+
+    def forward(self, x: Tensor, s: dict[str, Tensor]):
+        b, r, w = x.shape[0], self.r, self.w
+        ctrl = {k[5:]: v for k, v in s.items() if k.startswith("ctrl_")}
+        c_out, ctrl = self.controller(torch.cat([x, s["reads"]], dim=-1), ctrl)
+        parts = torch.split(self.interface(c_out), self.splits, dim=-1)
+        read_keys = parts[0].view(b, r, w)
+        read_str = 1 + F.softplus(parts[1])
+        write_key, write_str = parts[2].view(b, 1, w), 1 + F.softplus(parts[3])
+        erase, write_vec = torch.sigmoid(parts[4]), parts[5]
+        free, alloc_gate, write_gate = torch.sigmoid(parts[6]), torch.sigmoid(parts[7]), torch.sigmoid(parts[8])
+        modes = torch.softmax(parts[9].view(b, r, 3), dim=-1)
+        memory, link, prec = s["memory"], s["link"], s["precedence"]
+        retention = torch.prod(1 - free.unsqueeze(-1) * s["read_w"], dim=1)
+        usage = (s["usage"] + s["write_w"] - s["usage"] * s["write_w"]) * retention
+        sorted_u, order = torch.sort(usage, dim=-1, stable=True)
+        prod = torch.cumprod(torch.cat([torch.ones_like(sorted_u[:, :1]), sorted_u[:, :-1]], dim=-1), dim=-1)
+        alloc = torch.zeros_like(usage).scatter(1, order, (1 - sorted_u) * prod)
+        content_w = _content_weights(memory, write_key, write_str)[:, 0]
+        write_w = write_gate * (alloc_gate * alloc + (1 - alloc_gate) * content_w)
+        memory = memory * (1 - write_w.unsqueeze(-1) * erase.unsqueeze(1)) + write_w.unsqueeze(-1) * \
+            write_vec.unsqueeze(1)
+        link = ((1 - write_w.unsqueeze(2) - write_w.unsqueeze(1)) * link + write_w.unsqueeze(2) * prec.unsqueeze(1))
+        link = link * self.off_diagonal
+        prec = (1 - write_w.sum(-1, keepdim=True)) * prec + write_w
+        forward_w = torch.einsum("bij,brj->bri", link, s["read_w"])
+        backward_w = torch.einsum("bji,brj->bri", link, s["read_w"])
+        content_r = _content_weights(memory, read_keys, read_str)
+        read_w = modes[..., 0:1] * backward_w + modes[..., 1:2] * content_r + modes[..., 2:3] * forward_w
+        reads = torch.einsum("brn,bnw->brw", read_w, memory).flatten(1)
+        new = {f"ctrl_{k}": v for k, v in ctrl.items()}
+        new.update({"memory": memory, "usage": usage, "link": link, "precedence": prec, "read_w": read_w,
+                    "write_w": write_w, "reads": reads})
+        return self.output(torch.cat([c_out, reads], dim=-1)), new
+
+    def recon_features(self, h: Tensor, state: dict[str, Tensor]) -> Tensor:
+        if self.recon == "hidden":
+            return torch.cat([state[f"ctrl_h{i}"] for i in range(len(self.controller.sizes))], dim=-1)
+        return state["memory"][:, -min(self.recon_slots, self.n):].flatten(1)
+
+
+class DuelingHead(nn.Module):
+    """One-layer dueling head: Q = V + A - mean(A)."""
+
+    def __init__(self, in_dim: int, n_actions: int):
+        super().__init__()
+        self.value = nn.Linear(in_dim, 1)
+        self.advantage = nn.Linear(in_dim, n_actions)
+
+    def forward(self, x: Tensor) -> Tensor:
+        adv = self.advantage(x)
+        return self.value(x) + adv - adv.mean(dim=-1, keepdim=True)
+
+
+class QNetwork(nn.Module):
+    """encoder -> core -> dueling head over the layout's A actions.
+
+    forward(inputs {name: (B, T, ...)}, state, features=False) -> (q (B, T, A), state, feats (B, T, F) or None);
+    step(inputs {name: (B, ...)}, state) -> (q (B, A), state). Inputs are INPUT_KEYS (see train.step_spec).
+    """
+
+    def __init__(self, encoder: nn.Module, core: Core, n_actions: int, legal: np.ndarray, head_mask: bool):
+        super().__init__()
+        self.encoder, self.core, self.head_mask = encoder, core, head_mask
+        self.head = DuelingHead(core.out_dim + (n_actions if head_mask else 0), n_actions)
+        self.register_buffer("legal", torch.as_tensor(legal), persistent=False)
+
+    def initial_state(self, batch: int, device=None) -> dict[str, Tensor]:
+        return self.core.initial_state(batch, device if device is not None else self.legal.device)
+
+    def legal_mask(self, decision: Tensor) -> Tensor:
+        return self.legal[decision.long()]
+
+    def forward(self, inputs: dict[str, Tensor], state: dict[str, Tensor], features: bool = False):
+        b, t = inputs["prev_action"].shape[:2]
+        flat = {k: v.reshape(b * t, *v.shape[2:]) for k, v in inputs.items() if k in INPUT_KEYS}
+        mask = self.legal_mask(flat["decision"])
+        x = self.encoder(flat, mask).view(b, t, -1)
+        h, state, feats = self.core.unroll(x, state, features)
+        if self.head_mask:
+            h = torch.cat([h, mask.view(b, t, -1).to(h.dtype)], dim=-1)
+        return self.head(h), state, feats
+
+    def step(self, inputs: dict[str, Tensor], state: dict[str, Tensor]):
+        q, state, _ = self({k: v.unsqueeze(1) for k, v in inputs.items()}, state)
+        return q[:, 0], state
+
+
+def build_network(config: NetConfig, dims: InputDims, layout: ActionLayout) -> QNetwork:
+    """The QNetwork of `config.core` for these input sizes and actions."""
+    c = config
+    if layout.n_actions != dims.n_actions:
+        raise ValueError(f"dims.n_actions ({dims.n_actions}) must equal the layout's ({layout.n_actions})")
+    if c.core in ("lstm", "dnc"):
+        encoder = RegymEncoder(dims, c.phi, c.critic if c.core == "lstm" else (), c.fc_activation)
+        if c.core == "lstm":
+            core: Core = LSTMCore(encoder.out_dim, c.lstm, residual=True)
+        else:
+            core = DNCCore(encoder.out_dim, c.dnc_controller, c.dnc_slots, c.dnc_width, c.dnc_reads, c.dnc_out,
+                           c.dnc_recon, c.recon_slots)
+        return QNetwork(encoder, core, dims.n_actions, layout.legal, head_mask=False)
+    if c.core not in ARCHI_CORES:
+        raise ValueError(f"core must be one of {CORES}, got {c.core!r}")
+    encoder = ArchiEncoder(dims, c.archi_obs, c.archi_comm)
+    if c.core == "archi_lstm":
+        core = LSTMCore(encoder.out_dim, (c.archi_lstm,), residual=False)
+    elif c.core == "esbn":
+        core = ESBNCore(encoder.out_dim, c.esbn_controller, c.esbn_key, c.esbn_lstm, c.esbn_out, c.memory_capacity,
+                        c.recon_slots)
+    else:
+        core = DCEMCore(encoder.out_dim, encoder.obs_dim, encoder.comm_dim, dims.flags, c.dcem_query, c.dcem_heads,
+                        c.dcem_topk, c.dcem_lstm, c.dcem_fc, c.memory_capacity)
+    return QNetwork(encoder, core, dims.n_actions, layout.legal, head_mask=True)

@@ -1,0 +1,76 @@
+"""The S2B runs a config asks for, and every path: read by workflow/rules/s2b.smk and `reprobench inspect`.
+
+So far the parts that need no agent: the posdis speaker's compositionality over many episodes (Table 1's PS column),
+the disentanglement of SCS stimuli (Appendix D.2), the speaker's utterances (Table 3) and one meta-RG's stimuli and
+messages (Figures 3, 4). The R2D2 agents (Table 1's learned columns, Tables 2, 4, Figures 5, 6) come next (issue 12).
+"""
+
+from __future__ import annotations
+
+from reprobench.core.benchmark import Product, Targets
+from reprobench.core.errors import ConfigError
+
+ROOT, LOGS, TIMINGS = "results/s2b", "logs/s2b", "benchmarks/s2b"
+SPEAKER_CURVE = f"{ROOT}/curves/experiment=speaker/seed={{seed}}.parquet"  # per episode: the PS's metrics
+DISENTANGLEMENT_CURVE = f"{ROOT}/curves/experiment=disentanglement/seed={{seed}}.parquet"  # per (O, protocol)
+SPEAKER_LOG, DISENTANGLEMENT_LOG = (f"{LOGS}/probes/speaker/seed={{seed}}.log",
+                                    f"{LOGS}/probes/disentanglement/seed={{seed}}.log")
+SPEAKER_TIMING, DISENTANGLEMENT_TIMING = (f"{TIMINGS}/probes/speaker/seed={{seed}}.tsv",
+                                          f"{TIMINGS}/probes/disentanglement/seed={{seed}}.tsv")
+PROBES = f"{ROOT}/metrics/probes.parquet"  # one row per (experiment, seed, setting, metric): mean over episodes
+AGGREGATE_LOG = f"{LOGS}/metrics/aggregate.log"
+COMPARISON, COMPARISON_LOG = f"{ROOT}/comparison.csv", f"{LOGS}/comparison.log"
+
+TABLE_FORMATS, FIGURE_FORMATS = (".md", ".csv", ".tex"), (".png", ".pdf")
+_PAPER = "Denamganaï, Missaoui & Walker (2023)"
+TABLES = {
+    "table1": Product("Table 1", f"{ROOT}/tables/table1_marl", TABLE_FORMATS,
+                      f"Table 1 of {_PAPER}: linguistic compositionality (topsim, posdis, bosdis, %) of the "
+                      "Posdis-Speaker (PS) column, mean ± std over seeds of per-episode means; the learned agents' "
+                      "columns come with the R2D2 runs."),
+    "table3": Product("Table 3", f"{ROOT}/tables/table3_posdis_examples", TABLE_FORMATS,
+                      f"Table 3 of {_PAPER}: latent stimuli and the posdis speaker's utterances (token 0 is EoS)."),
+    "tableD2": Product("Appendix D.2", f"{ROOT}/tables/tableD2_disentanglement", TABLE_FORMATS,
+                       f"Appendix D.2 of {_PAPER}: FactorVAE score, MIG and Modularity (%) of SCS stimuli, N_dim = 3, "
+                       "d(j) = 5, under disentanglement_lib's and ReferentialGym's sampling, next to the paper's."),
+}
+FIGURES = {
+    "figure3": Product("Figure 3", f"{ROOT}/figures/figure3_scs_episode", FIGURE_FORMATS,
+                       f"Figure 3 of {_PAPER}: the SCS stimuli the speaker sees at each RG of one meta-RG "
+                       "(N_dim = 3, d = (5, 5, 3)), coloured by latent value, with each value's Gaussian kernel."),
+    "figure4": Product("Figure 4", f"{ROOT}/figures/figure4_posdis_messages", FIGURE_FORMATS,
+                       f"Figure 4 of {_PAPER}: the posdis speaker's messages over the episode of Figure 3 (top) and "
+                       "OHE vs SCS representations of example stimuli of two symbolic spaces (bottom)."),
+}
+
+
+class Grid:
+    """The runs of one `s2b` config section, and the input functions its rules use."""
+
+    def __init__(self, section: dict):
+        self.cfg = section
+
+    # --- the registry's interface (reprobench.benchmarks) -------------------------------------------------------
+    def check(self) -> None:
+        d = self.cfg["disentanglement"]
+        if any(o < 1 for o in d["n_oc"]):
+            raise ConfigError("s2b.disentanglement.n_oc", f"every O must be at least 1, got {d['n_oc']}")
+        if self.cfg["speaker"]["v_min"] > self.cfg["speaker"]["v_max"]:
+            raise ConfigError("s2b.speaker.v_min", f"v_min ({self.cfg['speaker']['v_min']}) exceeds v_max "
+                              f"({self.cfg['speaker']['v_max']})")
+
+    def expected_curves(self) -> list[str]:
+        return self.speaker_curves() + self.disentanglement_curves()
+
+    def targets(self) -> Targets:
+        return Targets(tables=list(TABLES.values()), figures=list(FIGURES.values()), comparisons=[COMPARISON])
+
+    # --- runs -----------------------------------------------------------------------------------------------------
+    def speaker_curves(self) -> list[str]:
+        return [SPEAKER_CURVE.format(seed=s) for s in range(self.cfg["speaker"]["seeds"])]
+
+    def disentanglement_curves(self) -> list[str]:
+        return [DISENTANGLEMENT_CURVE.format(seed=s) for s in range(self.cfg["disentanglement"]["seeds"])]
+
+    def wildcards(self) -> dict[str, str]:
+        return {"seed": "[0-9]+"}

@@ -1,0 +1,419 @@
+"""The R2D2 learner of the S2B baselines (specs/s2b.md section 4.2) and the auxiliary reconstruction loss (4.4).
+
+Learner step (`R2D2Learner.train`): `n_minibatches` batches of stored sequences (T = unroll steps, each with the
+recurrent state stored when it was collected) are sampled by priority; per batch the online network runs the first
+`burn_in` steps from the stored state without gradient, then the remaining steps with gradient; the target network
+runs all T steps from the stored state. n-step double-Q targets (no value rescaling: the reference had it off,
+Table 5 "Value function rescaling: None"):
+
+    y_t = sum_{k<n} gamma^k r_{t+k} [no terminal before t+k] + gamma^n [no terminal in t..t+n-1] Q_tgt(s_{t+n}, a*),
+    a* = argmax_a Q_online(s_{t+n}, a)
+
+loss = 0.5 mean_{B, T - burn_in}(w_IS (y - Q(s_t, a_t))^2 mask), mask = a real step after the burn-in whose target
+exists (the last n steps of a window are masked unless a terminal ends the return first). The loss of each batch is
+divided by n_minibatches and accumulated into one Adam step (betas 0.9 / 0.999), clipped at global norm 5.
+Priorities: eta max |TD| + (1 - eta) mean |TD| over the masked steps (reprobench.s2b.replay.priority_mixture).
+
+Host syncs in the learner step: one per train() call, to bring the (n_minibatches B,) priorities to the numpy
+sum-tree (replay.py says why it is numpy); losses stay on the device (the caller reads them when it logs).
+
+Faithful/corrected (sections 6.3 items 6, 6b; 6.4):
+- `double_q`: "unmasked" (faithful: the argmax runs over all A actions, illegal ones included) or "masked" (corrected:
+  over the actions legal at s_{t+n}).
+- `target_update`: "faithful" (the 2021-22 Regym: `tau` read as a hard copy every int(1/tau) "actor updates", the
+  counter growing by n_actors per update, so every ceil(int(1/tau) / n_actors) updates: 79 for tau 4e-4 and 32
+  actors), "period" (the R2D2 paper's and Table 5's wording: a hard copy every int(1/tau) = 2500 updates) or "soft"
+  (Polyak averaging theta' <- (1 - tau) theta' + tau theta after every update, what `tau` means in Regym since 2023).
+
+Exploration (Ape-X, section 4.2): eps_i = eps^(1 + alpha i / (N - 1)) for actor i of N (eps 0.4, alpha 2: 0.4 ...
+0.064), decayed from eps_start = 1 with time constant 3e4 observations: eps_i(t) = eps_i + (1 - eps_i) exp(-t / 3e4).
+
+Reconstruction (`Reconstruction`, section 4.4): per signal a predictor Linear(h -> 512) + ReLU + Linear(512 -> D) on
+the core's reconstruction features (cores.Core.recon_features): the listener's stimulus (MSE; target (1 + x) / 2 for
+the old Regym cores "lstm"/"dnc", raw x for the Archi ones) and the multi-binary channel (BCE with logits); lambda 1
+each; the loss is summed over the steps of whole episodes re-run from the zero state and averaged over episodes; its
+own Adam (lr 3e-4, eps 1e-16, no clipping) over the predictors and every agent parameter. `biasing` True lets the
+gradient into the agent; False detaches the features (a probe).
+
+Choices where the spec is silent: the loss mean runs over all B (T - burn_in) entries, masked ones counting as zeros
+(the spec's "mean(w |y - Q|^2 mask)"); both networks start from the same stored state; the MSE and BCE of one step
+are means over their dimensions; the stimulus accuracy counts dimensions within `threshold` of the target (in the
+target's scale); the channel accuracy counts positions whose argmax is the token, over steps whose message is not all
+EoS.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from reprobench.s2b.cores import QNetwork, comm_one_hot
+from reprobench.s2b.replay import PrioritizedSequenceReplay, priority_mixture
+
+TARGET_UPDATES = ("faithful", "period", "soft")
+DOUBLE_Q = ("unmasked", "masked")
+STIMULUS_SCALES = ("unit", "raw")
+SIGNALS = ("stimulus", "comm")
+
+
+def _check(name: str, value, kind=int, minimum=None, maximum=None):
+    ok = not isinstance(value, bool) and isinstance(value, (int, np.integer) if kind is int else (int, float))
+    if ok and kind is float:
+        ok = math.isfinite(value)
+    if ok and minimum is not None:
+        ok = value >= minimum
+    if ok and maximum is not None:
+        ok = value <= maximum
+    if not ok:
+        bounds = f"{'' if minimum is None else f' >= {minimum}'}{'' if maximum is None else f' <= {maximum}'}"
+        raise ValueError(f"{name} must be {'an integer' if kind is int else 'a number'}{bounds}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class R2D2Config:
+    """R2D2 hyperparameters; the defaults are Table 2's as run in 2022 (specs/s2b.md section 4.2, first column).
+
+    replay_capacity and min_capacity count experiences (steps); the replay holds
+    replay_capacity // (unroll - overlap) sequences and training starts once it holds
+    ceil(min_capacity / (unroll - overlap)) of them.
+    """
+
+    lr: float = 6.25e-5
+    adam_eps: float = 1e-12
+    batch_size: int = 32
+    n_minibatches: int = 1
+    unroll: int = 20
+    burn_in: int = 10
+    overlap: int = 10
+    n_step: int = 3
+    gamma: float = 0.997
+    tau: float = 4e-4
+    target_update: str = "faithful"
+    replay_capacity: int = 500_000
+    min_capacity: int = 40_000
+    alpha: float = 0.9
+    beta: float = 0.6
+    eta: float = 0.9
+    priority_eps: float = 1e-6
+    grad_clip: float = 5.0
+    eps: float = 0.4
+    eps_alpha: float = 2.0
+    eps_start: float = 1.0
+    eps_decay: float = 3e4
+    double_q: str = "unmasked"
+    updates_per_step: int = 1
+    episodes_per_cycle: int | None = None
+    train_calls_per_cycle: int = 4
+
+    def __post_init__(self):
+        for name in ("batch_size", "n_minibatches", "unroll", "n_step", "replay_capacity", "train_calls_per_cycle"):
+            _check(name, getattr(self, name), int, 1)
+        for name in ("burn_in", "overlap", "min_capacity", "updates_per_step"):
+            _check(name, getattr(self, name), int, 0)
+        if self.burn_in >= self.unroll:
+            raise ValueError(f"burn_in must be smaller than unroll ({self.unroll}), got {self.burn_in!r}")
+        if 2 * self.overlap > self.unroll:
+            raise ValueError(f"overlap must be at most unroll / 2, got {self.overlap!r}")
+        if self.episodes_per_cycle is not None:
+            _check("episodes_per_cycle", self.episodes_per_cycle, int, 1)
+        for name in ("lr", "adam_eps", "eps_decay", "grad_clip"):
+            _check(name, getattr(self, name), float, 0)
+        for name in ("gamma", "tau", "alpha", "beta", "eta", "eps", "eps_start"):
+            _check(name, getattr(self, name), float, 0, 1)
+        _check("eps_alpha", self.eps_alpha, float, 0)
+        _check("priority_eps", self.priority_eps, float, 0)
+        if self.tau <= 0:
+            raise ValueError(f"tau must be > 0, got {self.tau!r}")
+        if self.target_update not in TARGET_UPDATES:
+            raise ValueError(f"target_update must be one of {TARGET_UPDATES}, got {self.target_update!r}")
+        if self.double_q not in DOUBLE_Q:
+            raise ValueError(f"double_q must be one of {DOUBLE_Q}, got {self.double_q!r}")
+
+    @property
+    def stride(self) -> int:
+        return self.unroll - self.overlap
+
+    @property
+    def replay_sequences(self) -> int:
+        return max(self.replay_capacity // self.stride, 1)
+
+    @property
+    def min_sequences(self) -> int:
+        return max(math.ceil(self.min_capacity / self.stride), 1)
+
+    @property
+    def target_interval(self) -> int:
+        """int(1 / tau), the reference's reading of tau (2500 for 4e-4, 500 for 0.002)."""
+        return max(int(1 / self.tau), 1)
+
+
+def actor_epsilons(n_actors: int, eps: float = 0.4, alpha: float = 2.0) -> np.ndarray:
+    """Ape-X's per-actor epsilons eps^(1 + alpha i / (N - 1)), i = 0..N-1 (N = 1: eps). (N,) float64."""
+    _check("n_actors", n_actors, int, 1)
+    i = np.arange(n_actors, dtype=np.float64)
+    return eps ** (1.0 + alpha * i / max(n_actors - 1, 1))
+
+
+def epsilon_schedule(observations: int, final: np.ndarray, start: float = 1.0, decay: float = 3e4) -> np.ndarray:
+    """eps_i(t) = final_i + (start - final_i) exp(-t / decay), t = observations so far (summed over actors)."""
+    final = np.asarray(final, dtype=np.float64)
+    return final + (start - final) * math.exp(-observations / decay)
+
+
+def n_step_targets(rewards: Tensor, dones: Tensor, values: Tensor, gamma: float, n: int):
+    """n-step returns bootstrapped on `values`: rewards, dones, values (B, T) (values[t] = Q_tgt(s_t, a*_t)).
+
+    Returns (targets (B, T), has_target (B, T) bool): has_target is False where the bootstrap step t + n lies past
+    the window and no terminal ends the return before it (the reference masks these last n steps).
+    """
+    b, t = rewards.shape
+    pad = rewards.new_zeros(b, n)
+    r = torch.cat([rewards, pad], dim=1)
+    d = torch.cat([dones.to(rewards.dtype), pad], dim=1)
+    v = torch.cat([values, pad], dim=1)
+    alive = torch.ones_like(rewards)
+    ret = torch.zeros_like(rewards)
+    for k in range(n):
+        ret = ret + (gamma ** k) * alive * r[:, k:k + t]
+        alive = alive * (1.0 - d[:, k:k + t])
+    ret = ret + (gamma ** n) * alive * v[:, n:n + t]
+    inside = torch.arange(t, device=rewards.device) + n <= t - 1
+    return ret, inside.unsqueeze(0) | (alive == 0)
+
+
+def to_tensors(arrays: Mapping[str, np.ndarray], device) -> dict[str, Tensor]:
+    return {k: torch.as_tensor(v).to(device) for k, v in arrays.items()}
+
+
+class R2D2Learner:
+    """The online and target networks, the Adam optimiser and the update counters.
+
+    train(replay) -> the mean loss of the update (0-dim tensor on the device, detached). q_values(inputs, state)
+    runs one acting step without gradient. `n_actors` only sets the faithful target-update counter.
+    """
+
+    def __init__(self, network: QNetwork, config: R2D2Config, n_actors: int, device: torch.device | str = "cpu"):
+        _check("n_actors", n_actors, int, 1)
+        self.config, self.n_actors, self.device = config, int(n_actors), torch.device(device)
+        self.net = network.to(self.device)
+        self.target = copy.deepcopy(self.net)
+        for p in self.target.parameters():
+            p.requires_grad_(False)
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=config.lr, betas=(0.9, 0.999),
+                                          eps=config.adam_eps)
+        self.updates = 0
+        self.target_counter = 0
+        self.target_copies = 0
+
+    @torch.no_grad()
+    def q_values(self, inputs: dict[str, Tensor], state: dict[str, Tensor]):
+        return self.net.step(inputs, state)
+
+    def loss(self, steps: dict[str, Tensor], state: dict[str, Tensor], weights: Tensor):
+        """(loss 0-dim, priorities (B,), td_abs (B, T - burn_in), mask (B, T - burn_in)) for one batch of stored
+        sequences: steps {input names, action, reward, done, valid: (B, T, ...)}, state {name: (B, ...)}."""
+        c = self.config
+        b = c.burn_in
+        inputs = {k: v for k, v in steps.items() if k not in ("action", "reward", "done", "valid")}
+        state_b = state
+        if b:
+            with torch.no_grad():
+                _, state_b, _ = self.net({k: v[:, :b] for k, v in inputs.items()}, state)
+        state_b = {k: v.detach() for k, v in state_b.items()}
+        q, _, _ = self.net({k: v[:, b:] for k, v in inputs.items()}, state_b)
+        with torch.no_grad():
+            q_tgt, _, _ = self.target(inputs, state)
+            q_tgt = q_tgt[:, b:]
+            q_sel = q.detach()
+            if c.double_q == "masked":
+                legal = self.net.legal_mask(inputs["decision"][:, b:])
+                q_sel = q_sel.masked_fill(~legal, float("-inf"))
+            best = q_sel.argmax(dim=-1, keepdim=True)
+            values = q_tgt.gather(-1, best).squeeze(-1)
+            y, has_target = n_step_targets(steps["reward"][:, b:].float(), steps["done"][:, b:], values, c.gamma,
+                                           c.n_step)
+        q_taken = q.gather(-1, steps["action"][:, b:].long().unsqueeze(-1)).squeeze(-1)
+        mask = steps["valid"][:, b:] & has_target
+        td = y - q_taken
+        loss = 0.5 * (weights.unsqueeze(1) * td.pow(2) * mask.to(td.dtype)).mean()
+        td_abs = td.detach().abs()
+        return loss, priority_mixture(td_abs, mask, c.eta), td_abs, mask
+
+    def train(self, replay: PrioritizedSequenceReplay) -> Tensor:
+        c = self.config
+        self.optimizer.zero_grad(set_to_none=True)
+        indices, priorities, losses = [], [], []
+        for _ in range(c.n_minibatches):
+            idx, steps, state, weights = replay.sample(c.batch_size)
+            loss, prio, _, _ = self.loss(to_tensors(steps, self.device), to_tensors(state, self.device),
+                                         torch.as_tensor(weights, device=self.device))
+            (loss / c.n_minibatches).backward()
+            indices.append(idx)
+            priorities.append(prio)
+            losses.append(loss.detach())
+        nn.utils.clip_grad_norm_(self.net.parameters(), c.grad_clip)
+        self.optimizer.step()
+        self.updates += 1
+        self._update_target()
+        replay.update_priorities(np.concatenate(indices), torch.cat(priorities).cpu().numpy())  # the host sync
+        return torch.stack(losses).mean()
+
+    @torch.no_grad()
+    def _update_target(self) -> None:
+        c = self.config
+        if c.target_update == "soft":
+            for tp, p in zip(self.target.parameters(), self.net.parameters()):
+                tp.lerp_(p, c.tau)
+            for tb, b in zip(self.target.buffers(), self.net.buffers()):
+                tb.copy_(b)
+            return
+        self.target_counter += self.n_actors if c.target_update == "faithful" else 1
+        if self.target_counter >= c.target_interval:
+            self.target.load_state_dict(self.net.state_dict())
+            self.target_counter = 0
+            self.target_copies += 1
+
+    def state_dict(self) -> dict:
+        return {"net": self.net.state_dict(), "target": self.target.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "updates": self.updates,
+                "target_counter": self.target_counter, "target_copies": self.target_copies}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        self.net.load_state_dict(state["net"])
+        self.target.load_state_dict(state["target"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.updates, self.target_counter = int(state["updates"]), int(state["target_counter"])
+        self.target_copies = int(state["target_copies"])
+
+
+@dataclass(frozen=True)
+class ReconConfig:
+    """The auxiliary reconstruction loss (section 4.4). Defaults: Table 2's (on, period 10, not adaptive); Table 4:
+    period 2, adaptive, max_period 1000 (LSTM) or 200 (ESBN, DCEM), biasing on; Figure 6 "with rec": signals
+    ("stimulus",), biasing on.
+
+    Schedule (driven by reprobench.s2b.train): an update on every batch of newly finished episodes, and every
+    `period` environment steps one on a random half of the last `store` finished episodes (the store size is not in
+    the spec).
+    """
+
+    enabled: bool = True
+    biasing: bool = True
+    signals: tuple[str, ...] = SIGNALS
+    weight: float = 1.0
+    lr: float = 3e-4
+    adam_eps: float = 1e-16
+    hidden: int = 512
+    threshold: float = 0.02
+    period: int = 10
+    adaptive: bool = False
+    max_period: int = 1000
+    store: int = 32
+    stimulus_scale: str | None = None  # None: "unit" for the old Regym cores, "raw" for the Archi ones
+
+    def __post_init__(self):
+        if not self.signals or any(s not in SIGNALS for s in self.signals):
+            raise ValueError(f"signals must be a non-empty subset of {SIGNALS}, got {self.signals!r}")
+        if self.stimulus_scale is not None and self.stimulus_scale not in STIMULUS_SCALES:
+            raise ValueError(f"stimulus_scale must be None or one of {STIMULUS_SCALES}, got {self.stimulus_scale!r}")
+        for name in ("period", "max_period", "store", "hidden"):
+            _check(name, getattr(self, name), int, 1)
+        for name in ("weight", "lr", "adam_eps", "threshold"):
+            _check(name, getattr(self, name), float, 0)
+
+
+class Reconstruction:
+    """Predictors of the listener's stimulus and channel from the agent's core, with their own Adam over the
+    predictors and the whole agent (see the module docstring).
+
+    update(inputs {name: (E, T, ...)}, valid (E, T)) trains on E whole episodes padded to T steps and returns
+    {"loss", "stimulus_accuracy", "comm_accuracy"} as 0-dim device tensors (accuracies nan when undefined).
+    """
+
+    def __init__(self, network: QNetwork, config: ReconConfig, stimulus_dim: int, vocab_size: int, max_len: int,
+                 stimulus_scale: str, device: torch.device | str = "cpu"):
+        if stimulus_scale not in STIMULUS_SCALES:
+            raise ValueError(f"stimulus_scale must be one of {STIMULUS_SCALES}, got {stimulus_scale!r}")
+        self.config, self.net, self.device = config, network, torch.device(device)
+        self.vocab_size, self.max_len, self.scale = vocab_size, max_len, stimulus_scale
+        h = network.core.recon_dim
+        dims = {"stimulus": stimulus_dim, "comm": max_len * (vocab_size + 1)}
+        self.predictors = nn.ModuleDict({s: nn.Sequential(nn.Linear(h, config.hidden), nn.ReLU(),
+                                                          nn.Linear(config.hidden, dims[s]))
+                                         for s in config.signals}).to(self.device)
+        self.optimizer = torch.optim.Adam([*self.predictors.parameters(), *network.parameters()], lr=config.lr,
+                                          eps=config.adam_eps)
+        self.period = config.period
+        self.previous_accuracy = float("nan")
+        self.calls = 0
+
+    def losses(self, inputs: dict[str, Tensor], valid: Tensor):
+        """(loss 0-dim, stimulus accuracy, comm accuracy) on E episodes (E, T, ...) from the zero state."""
+        c = self.config
+        e = valid.shape[0]
+        state = self.net.initial_state(e)
+        if c.biasing:
+            _, _, feats = self.net(inputs, state, features=True)
+        else:
+            with torch.no_grad():
+                _, _, feats = self.net(inputs, state, features=True)
+        m = valid.to(feats.dtype)
+        per_step = torch.zeros_like(m)
+        nan = torch.full((), float("nan"), device=feats.device)
+        stim_acc, comm_acc = nan, nan
+        if "stimulus" in c.signals:
+            x = inputs["stimulus"].float()
+            target = (1.0 + x) / 2.0 if self.scale == "unit" else x
+            pred = self.predictors["stimulus"](feats)
+            per_step = per_step + c.weight * (pred - target).pow(2).mean(-1)
+            close = ((pred.detach() - target).abs() <= c.threshold).to(m.dtype).mean(-1)
+            stim_acc = (close * m).sum() / m.sum().clamp_min(1.0)
+        if "comm" in c.signals:
+            target = comm_one_hot(inputs["comm"], self.vocab_size)
+            logits = self.predictors["comm"](feats)
+            per_step = per_step + c.weight * F.binary_cross_entropy_with_logits(logits, target,
+                                                                                reduction="none").mean(-1)
+            tokens = inputs["comm"].long()
+            hit = logits.detach().view(*tokens.shape, self.vocab_size + 1).argmax(-1) == tokens
+            spoken = (tokens != 0).any(-1).to(m.dtype) * m
+            comm_acc = (hit.to(m.dtype).mean(-1) * spoken).sum() / spoken.sum().clamp_min(1.0)
+            comm_acc = torch.where(spoken.sum() > 0, comm_acc, nan)
+        loss = (per_step * m).sum(1).mean()
+        return loss, stim_acc, comm_acc
+
+    def update(self, inputs: dict[str, Tensor], valid: Tensor) -> dict[str, Tensor]:
+        loss, stim_acc, comm_acc = self.losses(inputs, valid)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        return {"loss": loss.detach(), "stimulus_accuracy": stim_acc, "comm_accuracy": comm_acc}
+
+    def adapt(self, accuracy: float) -> None:
+        """The adaptive period (Table 4): up by max(1.125 p, p + 2) (at most max_period) when the accuracy is >= 95 %
+        or >= 1.8 times the previous one; down to max(1, min(base, p // 4)) when it is <= 0.95 times the previous."""
+        c = self.config
+        if not c.adaptive or not math.isfinite(accuracy):
+            return
+        prev = self.previous_accuracy
+        if accuracy >= 0.95 or (math.isfinite(prev) and accuracy >= 1.8 * prev):
+            self.period = int(min(max(1.125 * self.period, self.period + 2), c.max_period))
+        elif math.isfinite(prev) and accuracy <= 0.95 * prev:
+            self.period = max(1, min(c.period, self.period // 4))
+        self.previous_accuracy = accuracy
+
+    def state_dict(self) -> dict:
+        return {"predictors": self.predictors.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "period": self.period, "previous_accuracy": self.previous_accuracy, "calls": self.calls}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        self.predictors.load_state_dict(state["predictors"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.period, self.previous_accuracy = int(state["period"]), float(state["previous_accuracy"])
+        self.calls = int(state["calls"])

@@ -1,0 +1,279 @@
+"""Prioritised sequence replay for R2D2 (specs/s2b.md section 4.2): fixed-length stored sequences with their
+recurrent state, a sum-tree over priorities, the priority mixture eta max + (1 - eta) mean of |TD|, importance weights.
+
+Why not a library: TorchRL's prioritised buffers need its C++ extension, which does not load with torch 2.13
+(specs/amtlb.md section 3.2: `SumSegmentTreeFp32 is not available`), and the tree holds at most 5e4 sequences
+(Table 2), so a numpy sum-tree whose batch sampling and batch updates are vectorised over the batch (one pass per
+tree level) costs microseconds per update.
+
+Sequences (`SequenceBuilder`): each actor's transitions are cut into windows of `seq_len` steps (the unroll length:
+20 in Table 2, 40 in Table 4) that start every `seq_len - overlap` steps (overlap 10 in every run), each stored with
+the recurrent state the actor had on its first step (R2D2's "stored state"); the learner's burn-in is the window's
+first steps. Windows never cross an episode's end: the last partial window of an episode is stored padded (the
+reference's store-on-terminal), with `valid` False on the padding, and the next episode starts a new window from the
+zero state. What this layout implies, as the spec describes the reference: with Table 2's T = 20, burn-in 10,
+overlap 10 and n = 3 the learner fits positions 10..16 of a window (the last n need a bootstrap past the window),
+positions 17..19 are the next window's burn-in, so they are never fitted unless a terminal ends their return, and an
+episode's first 10 steps are only ever burn-in. Capacity is counted in sequences: capacity in experiences /
+(seq_len - overlap), as the spec's table does (5e5 experiences -> 50,000 sequences).
+
+Priorities (`PrioritizedSequenceReplay`): P(i) = p_i^alpha / sum_j p_j^alpha (alpha 0.9), importance weights
+w_i = (N P(i))^-beta (beta 0.6, constant) divided by the batch's largest weight. Sampling is stratified: the total
+is cut into `batch` equal segments and one point is drawn uniformly in each.
+
+Choices where the spec is silent: a new sequence gets the largest priority seen so far (1 before any update);
+`priority_eps` (1e-6) is added to every priority so that a sequence whose TD errors are all zero (one with no
+trainable step) keeps a small chance; weights are normalised by the batch's maximum, not the buffer's; the oldest
+sequence is overwritten when full (FIFO).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+
+Spec = Mapping[str, tuple[tuple[int, ...], np.dtype]]
+
+
+def _positive(name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def priority_mixture(td_abs: torch.Tensor, mask: torch.Tensor, eta: float) -> torch.Tensor:
+    """R2D2's sequence priority eta max_t |TD_t| + (1 - eta) mean_t |TD_t| over the masked (trainable) steps.
+
+    td_abs, mask: (B, T); returns (B,) on the same device, without a host sync; 0 for a sequence with no step.
+    """
+    m = mask.to(td_abs.dtype)
+    td = td_abs * m
+    count = m.sum(dim=1)
+    mean = td.sum(dim=1) / count.clamp_min(1.0)
+    return eta * td.amax(dim=1) + (1.0 - eta) * mean
+
+
+class SumTree:
+    """A binary sum-tree over `capacity` non-negative leaves, in one float64 array (1-based heap: root at 1, leaves at
+    size .. 2 size - 1, size the next power of two). find/update work on whole batches, one numpy pass per level."""
+
+    def __init__(self, capacity: int):
+        self.capacity = _positive("capacity", capacity)
+        self.size = 1 << max(self.capacity - 1, 0).bit_length()
+        self.depth = self.size.bit_length() - 1
+        self.tree = np.zeros(2 * self.size, dtype=np.float64)
+
+    @property
+    def total(self) -> float:
+        return float(self.tree[1])
+
+    def leaves(self, indices=None) -> np.ndarray:
+        leaf = self.tree[self.size:self.size + self.capacity]
+        return leaf.copy() if indices is None else leaf[np.asarray(indices)]
+
+    def update(self, indices, values) -> None:
+        """Set leaves `indices` (k,) to `values` (k,) (>= 0), then recompute their ancestors level by level."""
+        idx = np.asarray(indices, dtype=np.int64)
+        val = np.asarray(values, dtype=np.float64)
+        if idx.shape != val.shape or idx.ndim != 1:
+            raise ValueError(f"indices and values must be 1-D of one shape, got {idx.shape} and {val.shape}")
+        if idx.size == 0:
+            return
+        if (idx < 0).any() or (idx >= self.capacity).any():
+            raise ValueError(f"indices must lie in [0, {self.capacity}), got {idx.tolist()}")
+        if not np.isfinite(val).all() or (val < 0).any():
+            raise ValueError(f"values must be finite and >= 0, got {val.tolist()}")
+        node = idx + self.size
+        self.tree[node] = val  # a repeated index keeps its last value
+        for _ in range(self.depth):
+            node = np.unique(node >> 1)
+            self.tree[node] = self.tree[2 * node] + self.tree[2 * node + 1]
+
+    def find(self, values) -> np.ndarray:
+        """Leaf index i of each prefix-sum value v in [0, total): sum(leaves[:i]) <= v < sum(leaves[:i + 1]); a
+        zero-weight leaf is never returned."""
+        v = np.array(values, dtype=np.float64)
+        node = np.ones(v.shape, dtype=np.int64)
+        for _ in range(self.depth):
+            left = 2 * node
+            right_weight = self.tree[left + 1]
+            go_right = ((v >= self.tree[left]) & (right_weight > 0)) | (self.tree[left] <= 0)
+            v = np.where(go_right, v - self.tree[left], v)
+            node = np.where(go_right, left + 1, left)
+        return np.minimum(node - self.size, self.capacity - 1)
+
+    def sample(self, batch: int, rng: np.random.Generator) -> np.ndarray:
+        """`batch` leaves drawn in proportion to their values, stratified (one uniform point per 1/batch segment)."""
+        total = self.total
+        if total <= 0:
+            raise ValueError("cannot sample from an empty sum-tree (total priority 0)")
+        points = (np.arange(batch) + rng.random(batch)) * (total / batch)
+        return self.find(np.minimum(points, np.nextafter(total, 0)))
+
+
+class PrioritizedSequenceReplay:
+    """Stored sequences (capacity C, length T) of per-step arrays (`step_spec`: name -> (shape, dtype), stored as
+    (C, T, *shape)) plus `valid` (C, T) and one recurrent state per sequence (`state_spec`, stored as (C, *shape)).
+
+    add(steps, valid, states) stores M sequences at the largest priority so far; sample(batch) returns (indices (B,),
+    {name: (B, T, ...)} with `valid`, {state: (B, ...)}, weights (B,) float32); update_priorities(indices, p) sets
+    the raw priorities p (the mixture of |TD|), stored as (p + priority_eps)^alpha.
+    """
+
+    def __init__(self, capacity: int, seq_len: int, step_spec: Spec, state_spec: Spec, alpha: float = 0.9,
+                 beta: float = 0.6, priority_eps: float = 1e-6, seed: int = 0):
+        self.capacity = _positive("capacity", capacity)
+        self.seq_len = _positive("seq_len", seq_len)
+        for name, value in (("alpha", alpha), ("beta", beta), ("priority_eps", priority_eps)):
+            if not np.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        self.alpha, self.beta, self.priority_eps = float(alpha), float(beta), float(priority_eps)
+        self.steps = {k: np.zeros((self.capacity, self.seq_len, *shape), dtype=dtype)
+                      for k, (shape, dtype) in step_spec.items()}
+        self.valid = np.zeros((self.capacity, self.seq_len), dtype=bool)
+        self.states = {k: np.zeros((self.capacity, *shape), dtype=dtype) for k, (shape, dtype) in state_spec.items()}
+        self.tree = SumTree(self.capacity)
+        self.rng = np.random.default_rng(seed)
+        self.max_priority = 1.0
+        self.next = 0  # sequences ever added
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(self, steps: Mapping[str, np.ndarray], valid: np.ndarray, states: Mapping[str, np.ndarray]) -> np.ndarray:
+        valid = np.asarray(valid, dtype=bool)
+        m = len(valid)
+        if valid.shape != (m, self.seq_len):
+            raise ValueError(f"valid must be (M, {self.seq_len}), got {valid.shape}")
+        if set(steps) != set(self.steps) or set(states) != set(self.states):
+            raise ValueError(f"steps/states keys must be {sorted(self.steps)} / {sorted(self.states)}, got "
+                             f"{sorted(steps)} / {sorted(states)}")
+        if m == 0:
+            return np.zeros(0, dtype=np.int64)
+        idx = (self.next + np.arange(m)) % self.capacity
+        for k, arr in steps.items():
+            self.steps[k][idx] = arr
+        for k, arr in states.items():
+            self.states[k][idx] = arr
+        self.valid[idx] = valid
+        self.tree.update(idx, np.full(m, (self.max_priority + self.priority_eps) ** self.alpha))
+        self.next += m
+        self.size = min(self.size + m, self.capacity)
+        return idx
+
+    def sample(self, batch: int):
+        batch = _positive("batch", batch)
+        if self.size == 0:
+            raise ValueError("cannot sample from an empty replay")
+        idx = self.tree.sample(batch, self.rng)
+        prob = self.tree.leaves(idx) / self.tree.total
+        weights = (self.size * prob) ** (-self.beta)
+        weights = (weights / weights.max()).astype(np.float32)
+        steps = {k: v[idx] for k, v in self.steps.items()}
+        steps["valid"] = self.valid[idx]
+        return idx, steps, {k: v[idx] for k, v in self.states.items()}, weights
+
+    def update_priorities(self, indices, priorities) -> None:
+        p = np.asarray(priorities, dtype=np.float64)
+        if not np.isfinite(p).all() or (p < 0).any():
+            raise ValueError(f"priorities must be finite and >= 0, got {p.tolist()}")
+        if p.size:
+            self.max_priority = max(self.max_priority, float(p.max()))
+        self.tree.update(indices, (p + self.priority_eps) ** self.alpha)
+
+    def state_dict(self) -> dict:
+        return {"steps": self.steps, "valid": self.valid, "states": self.states, "tree": self.tree.tree,
+                "rng": self.rng.bit_generator.state, "max_priority": self.max_priority, "next": self.next,
+                "size": self.size}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        for k in self.steps:
+            self.steps[k] = np.array(state["steps"][k], dtype=self.steps[k].dtype)
+        for k in self.states:
+            self.states[k] = np.array(state["states"][k], dtype=self.states[k].dtype)
+        self.valid = np.array(state["valid"], dtype=bool)
+        self.tree.tree = np.array(state["tree"], dtype=np.float64)
+        self.rng.bit_generator.state = state["rng"]
+        self.max_priority, self.next, self.size = float(state["max_priority"]), int(state["next"]), int(state["size"])
+
+
+class SequenceBuilder:
+    """Cuts N actors' transitions into stored sequences (see the module docstring).
+
+    add(steps, states, active, done): steps {name: (N, ...)} is the transition each actor just made, states the
+    recurrent state it acted from: {name: (N, ...)}, or a callable rows -> {name: (len(rows), ...)} called with the
+    few actors whose state is kept on this step (a window starts there), so that large states (memories) are not
+    copied to the host on every step; active (N,) which actors made one (False on an autoreset step), done (N,)
+    which transitions ended an episode. Returns the finished windows as (steps {name: (M, T, ...)}, valid (M, T),
+    states {name: (M, ...)}), ready for PrioritizedSequenceReplay.add, or None.
+    """
+
+    def __init__(self, n_actors: int, seq_len: int, overlap: int, step_spec: Spec, state_spec: Spec):
+        self.n = _positive("n_actors", n_actors)
+        self.seq_len = _positive("seq_len", seq_len)
+        self.overlap = _positive("overlap", overlap, 0)
+        if 2 * self.overlap > self.seq_len:
+            raise ValueError(f"overlap must be at most seq_len / 2 ({self.seq_len / 2:g}; the next window's stored "
+                             f"state is taken when it is reached), got {overlap!r}")
+        self.stride = self.seq_len - self.overlap
+        self.buf = {k: np.zeros((self.n, self.seq_len, *shape), dtype=dtype) for k, (shape, dtype) in
+                    step_spec.items()}
+        self.start = {k: np.zeros((self.n, *shape), dtype=dtype) for k, (shape, dtype) in state_spec.items()}
+        self.next_start = {k: np.zeros((self.n, *shape), dtype=dtype) for k, (shape, dtype) in state_spec.items()}
+        self.pos = np.zeros(self.n, dtype=np.int64)  # steps held in the current window
+        self.fresh = np.zeros(self.n, dtype=np.int64)  # of which not yet stored
+
+    def add(self, steps: Mapping[str, np.ndarray], states: Mapping[str, np.ndarray], active, done):
+        active = np.asarray(active, dtype=bool)
+        done = np.asarray(done, dtype=bool) & active
+        a = np.flatnonzero(active)
+        pos = self.pos[a]
+        first, second = a[pos == 0], a[pos == self.stride]
+        rows = np.union1d(first, second)
+        if rows.size:
+            got = states(rows) if callable(states) else {k: np.asarray(v)[rows] for k, v in states.items()}
+            for k in self.start:
+                self.start[k][first] = got[k][np.searchsorted(rows, first)]
+                self.next_start[k][second] = got[k][np.searchsorted(rows, second)]
+        for k in self.buf:
+            self.buf[k][a, pos] = steps[k][a]
+        self.pos[a] += 1
+        self.fresh[a] += 1
+        full = self.pos == self.seq_len
+        emit = full | (done & (self.fresh > 0))
+        if not emit.any():
+            return None
+        e = np.flatnonzero(emit)
+        valid = np.arange(self.seq_len)[None, :] < self.pos[e, None]
+        out = {}
+        for k, arr in self.buf.items():
+            win = arr[e].copy()
+            win[~valid] = 0
+            out[k] = win
+        out_states = {k: v[e].copy() for k, v in self.start.items()}
+        shift = np.flatnonzero(full & ~done)
+        if shift.size:
+            for k in self.buf:
+                self.buf[k][shift, :self.overlap] = self.buf[k][shift, self.stride:]
+            if self.overlap:
+                for k in self.start:
+                    self.start[k][shift] = self.next_start[k][shift]
+            self.pos[shift] = self.overlap
+        self.fresh[e] = 0
+        self.pos[done] = 0
+        return out, valid, out_states
+
+    def state_dict(self) -> dict:
+        return {"buf": self.buf, "start": self.start, "next_start": self.next_start, "pos": self.pos,
+                "fresh": self.fresh}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        for name in ("buf", "start", "next_start"):
+            own = getattr(self, name)
+            for k in own:
+                own[k] = np.array(state[name][k], dtype=own[k].dtype)
+        self.pos = np.array(state["pos"], dtype=np.int64)
+        self.fresh = np.array(state["fresh"], dtype=np.int64)

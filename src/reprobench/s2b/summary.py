@@ -1,0 +1,32 @@
+"""The S2B aggregate: curve files -> one row per (experiment, seed, setting, metric), the mean over episodes."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from reprobench.core import curves
+from reprobench.s2b import PAPER
+
+# value: the mean over a seed's episodes (or its one value); low, high: the 2.5% and 97.5% points of its episodes
+COLUMNS = ["experiment", "seed", "setting", "metric", "value", "low", "high", "n", "scale"]
+
+
+def aggregate(paths: list[str], out: str) -> pd.DataFrame:
+    rows, scales = [], set()
+    for path in paths:
+        frame, record = curves.read_curve(path)
+        for (setting, metric), g in frame.groupby(["split", "metric"], sort=True):
+            rows.append({"experiment": record["experiment"], "seed": int(record["seed"]), "setting": setting,
+                         "metric": metric, "value": float(g["value"].mean()),
+                         "low": float(g["value"].quantile(0.025)), "high": float(g["value"].quantile(0.975)),
+                         "n": len(g), "scale": record["scale"]})
+        scales.add(record["scale"])
+    probes = pd.DataFrame(rows, columns=COLUMNS).sort_values(["experiment", "setting", "metric", "seed"],
+                                                              kind="stable").reset_index(drop=True)
+    curves.write_frame(probes, out, curves.summary_record(PAPER.id, "probes", "aggregate", ",".join(sorted(scales)),
+                                                          "faithful", n_files=len(paths)))
+    return probes
+
+
+def read_probes(path) -> pd.DataFrame:
+    return curves.read_frame(path, COLUMNS)[0]

@@ -1,0 +1,543 @@
+"""R2D2 training of the S2B listener: N actors as one batch on the vector environment, prioritised sequence replay,
+learner updates at the reference's cadence, greedy ZSCT evaluations, exact resume (specs/s2b.md sections 4.1-4.5).
+
+    config = TrainConfig()                          # tiny: LSTM core, 4 actors, 2000 observations (tests, timing)
+    config = preset("table2", nbr_object_centric_samples=4, sampling_strategy="component-focused-2shots")
+    records = run(config, checkpoint="run.pt")      # resumes from run.pt when it exists; saves at every evaluation
+    trainer = Trainer(config); trainer.train(until=1000); state = trainer.state_dict()   # or step by step
+
+Acting: actor i (environment i of a MetaReferentialGameVector) acts eps_i(t)-greedily (r2d2.actor_epsilons,
+r2d2.epsilon_schedule; t = observations so far) among its legal actions, from its recurrent state, which is zero at an
+episode's start, as are its previous action (none) and previous reward. Observations count real transitions summed
+over actors (the spec's "observations"); the vector environment's next-step autoreset costs one extra step call per
+episode, which is neither stored nor counted. Transitions are cut into stored sequences by replay.SequenceBuilder.
+
+Learning (r2d2.R2D2Learner): once the replay holds min_capacity experiences' worth of sequences, `updates_per_step`
+train() calls per environment step (Table 2, Figure 6, recall: 1); with `episodes_per_cycle` (Table 4's Archi
+cadence, faithful to `752e46d0`): a counter of finished episodes, and `train_calls_per_cycle` calls whenever it is a
+multiple of `episodes_per_cycle` (0 included, so the calls also fire at every step before the first episode ends),
+after which it is reset to 1. Reconstruction (r2d2.Reconstruction, when enabled): one update on the episodes that
+finished at a step, and one every `period` steps on a random half of the last `store` finished episodes.
+
+Evaluation (section 4.5, test-only protocol): greedy episodes on a separate vector environment of `eval_actors`
+environments reseeded with `eval_seed` each time (the same episodes at every evaluation), ceil(eval_episodes /
+eval_actors) episodes each. Accuracy per mode ("train0", ..., "test") = mean of info["correct"] over that mode's
+decisions, pooled over episodes; "zsct_accuracy" is the "test" one. Records also hold the training episodes'
+(eps-greedy, the reference's logged curves) per-episode accuracy per mode averaged over the episodes finished since the
+previous record, the mean RL loss and the reconstruction's loss and accuracies over the same span. Accuracies are
+fractions in [0, 1].
+
+Resume: state_dict() holds the networks, both optimisers, the replay (its sum-tree and generator), the sequence
+builder, the actors' observations, recurrent states and previous actions, the exploration generator, torch's
+generators, every counter and the records so far. MetaReferentialGameVector has no state_dict, and its internals are
+not this module's to read, so loading rebuilds the environment through its public API: it is reset with the run's
+seed and stepped as many times as the run stepped it. That lands every sub-environment on the same episode and step,
+because episodes are drawn from the sub-environment's own generator whatever the actions, and every call steps every
+sub-environment; the decisions of the replay are right or wrong as the last one before the saved step was (read from
+the saved previous_game_result), so previous_game_reward/result match too, and the observations are checked against
+the saved ones. This costs one environment step per saved step (no network), seconds for a reference-scale run. A
+run stopped at any step boundary and resumed from its state_dict gives bitwise the same records and parameters on
+CPU (same thread count).
+
+Not supported here: the recall task (reprobench.s2b.recall.RecallGame is not a vector environment and has its own
+observation layout), multi-agent (learned speaker) training, Regym's `min_handled_experiences`, entropy
+regularisation (lambda 0 in every run).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from reprobench.core import checkpoint as ckpt
+from reprobench.core.progress import Progress
+from reprobench.s2b.cores import (
+    ACTION_KINDS,
+    ARCHI_CORES,
+    INPUT_KEYS,
+    ActionLayout,
+    InputDims,
+    NetConfig,
+    build_network,
+    tiny_net,
+)
+from reprobench.s2b.env import mode_names
+from reprobench.s2b.r2d2 import (
+    R2D2Config,
+    R2D2Learner,
+    ReconConfig,
+    Reconstruction,
+    actor_epsilons,
+    epsilon_schedule,
+    to_tensors,
+)
+from reprobench.s2b.replay import PrioritizedSequenceReplay, SequenceBuilder
+from reprobench.s2b.vector_env import MetaReferentialGameVector
+
+# Table 2's environment (section 2.11): V = V_max + 1, L = N_dim = 3, R = 1, descriptive, K = 0, listener feedback,
+# vocabulary permutations; O and S vary per cell (O = 1, S = 1 here).
+TABLE2_ENV = dict(nbr_communication_rounds=1, vocab_size=6, max_sentence_length=3, descriptive=True, nbr_latents=3,
+                  min_nbr_values_per_latent=2, max_nbr_values_per_latent=5, nbr_object_centric_samples=1,
+                  nbr_distractors=0, sampling_strategy="component-focused-1shot",
+                  use_communication_channel_permutations=True, provide_listener_feedback=True)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training run. The defaults are the tiny scale (Table 2's environment and hyperparameters, test-sized
+    networks, replay and budget); `preset` gives the reference's scale."""
+
+    env: Mapping = field(default_factory=lambda: dict(TABLE2_ENV))
+    n_actors: int = 4
+    actions: str = "combined"
+    net: NetConfig = tiny_net("lstm")
+    r2d2: R2D2Config = R2D2Config(batch_size=8, replay_capacity=4000, min_capacity=200)
+    recon: ReconConfig = ReconConfig(hidden=32, store=8)
+    budget: int = 2000
+    eval_every: int = 1000
+    eval_actors: int = 4
+    eval_episodes: int = 4
+    seed: int = 10
+    eval_seed: int = 1_000_003
+
+    def __post_init__(self):
+        for name in ("n_actors", "budget", "eval_every", "eval_actors", "eval_episodes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        for name in ("seed", "eval_seed"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        if self.actions not in ACTION_KINDS:
+            raise ValueError(f"actions must be one of {ACTION_KINDS}, got {self.actions!r}")
+        if not isinstance(self.net, NetConfig) or not isinstance(self.r2d2, R2D2Config) or not isinstance(
+                self.recon, ReconConfig):
+            raise ValueError("net, r2d2 and recon must be NetConfig, R2D2Config and ReconConfig instances")
+        if "seed" in self.env or "num_envs" in self.env:
+            raise ValueError(f"env must not set seed or num_envs (TrainConfig sets them), got {dict(self.env)!r}")
+
+
+def _table4(core: str, max_period: int) -> dict:
+    env = dict(TABLE2_ENV, vocab_size=4, max_nbr_values_per_latent=3)
+    return dict(env=env, n_actors=32, net=NetConfig(core=core),
+                r2d2=R2D2Config(batch_size=64, n_minibatches=4, unroll=40, burn_in=20, overlap=10, n_step=7,
+                                replay_capacity=10_000, min_capacity=1_000, episodes_per_cycle=32,
+                                train_calls_per_cycle=4),
+                recon=ReconConfig(period=2, adaptive=True, max_period=max_period), budget=10_000_000)
+
+
+def _fig6(core: str) -> dict:
+    env = dict(nbr_communication_rounds=3, vocab_size=6, max_sentence_length=1, descriptive=False, nbr_latents=3,
+               min_nbr_values_per_latent=2, max_nbr_values_per_latent=5, nbr_object_centric_samples=1,
+               nbr_distractors=3, nbr_shots=2, sampling_strategy=None, use_communication_channel_permutations=True,
+               provide_listener_feedback=False)
+    return dict(env=env, n_actors=16, net=NetConfig(core=core),
+                r2d2=R2D2Config(lr=6.7e-4, batch_size=64, unroll=20, burn_in=0, overlap=10, n_step=3, tau=0.002,
+                                replay_capacity=50_000, min_capacity=1_000),
+                recon=ReconConfig(signals=("stimulus",)), budget=2_000_000)
+
+
+PRESETS = {
+    # Table 2 (old Regym LSTM, 2022-05/07 sweeps): 32 actors, 5e6 observations, checkpoints every 5e5.
+    "table2": lambda: dict(env=dict(TABLE2_ENV), n_actors=32, net=NetConfig(core="lstm"), r2d2=R2D2Config(),
+                           recon=ReconConfig(period=10), budget=5_000_000, eval_every=500_000),
+    "table4_lstm": lambda: _table4("archi_lstm", 1000),
+    "table4_esbn": lambda: _table4("esbn", 200),
+    "table4_dcem": lambda: _table4("dcem", 200),
+    "fig6_lstm": lambda: _fig6("lstm"),
+    "fig6_dnc": lambda: _fig6("dnc"),
+}
+REFERENCE_EVAL = dict(eval_actors=100, eval_episodes=700, eval_every=500_000)  # ~5.5e4 greedy observations
+
+
+def preset(name: str, **env_overrides) -> TrainConfig:
+    """The reference-scale TrainConfig of experiment `name` (PRESETS), with environment keyword overrides (O, S, ...).
+    Change anything else with dataclasses.replace."""
+    if name not in PRESETS:
+        raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {name!r}")
+    kwargs = {**REFERENCE_EVAL, **PRESETS[name]()}
+    kwargs["env"] = {**kwargs["env"], **env_overrides}
+    return TrainConfig(**kwargs)
+
+
+def corrected(config: TrainConfig) -> TrainConfig:
+    """The corrected variant of a configuration: masked double-Q argmax, the R2D2 paper's target period, and (for the
+    DNC) reconstruction from the memory as the paper's text says. The FCBody non-linearity has no corrected value
+    (the as-run "all" is also the paper's text); the combined action space is kept (a parameterisation, not a bug)."""
+    net = dataclasses.replace(config.net, dnc_recon="memory") if config.net.core == "dnc" else config.net
+    return dataclasses.replace(config, net=net,
+                               r2d2=dataclasses.replace(config.r2d2, double_q="masked", target_update="period"))
+
+
+def step_spec(dims: InputDims) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """What one stored step holds: the network's inputs (cores.INPUT_KEYS) plus action, reward and done."""
+    f = np.float32
+    return {"stimulus": ((dims.stimulus,), f), "comm": ((dims.max_len,), np.int64), "prev_reward": ((1,), f),
+            "round_id": ((dims.round_dim,), f), "role_id": ((2,), f), "mode_id": ((2,), f),
+            "previous_game_result": ((2,), f), "previous_game_reward": ((1,), f), "prev_action": ((), np.int64),
+            "decision": ((), np.bool_), "action": ((), np.int64), "reward": ((), f), "done": ((), np.bool_)}
+
+
+def _state_spec(state: Mapping[str, torch.Tensor]) -> dict:
+    return {k: (tuple(v.shape[1:]), v.detach().cpu().numpy().dtype) for k, v in state.items()}
+
+
+def observation_inputs(obs, info, n_rounds: int) -> dict[str, np.ndarray]:
+    """The network's per-observation inputs (step_spec's first keys, without prev_reward / prev_action) from a
+    vector environment's batched observation and info: round_id and the decision flag (round_idx == R) come from
+    the info, as the reference's wrappers add them to the observation."""
+    return {"stimulus": np.asarray(obs["stimulus"], dtype=np.float32),
+            "comm": np.asarray(obs["communication_channel"], dtype=np.int64),
+            "round_id": np.asarray(info["round_id"], dtype=np.float32),
+            "role_id": np.asarray(obs["role_id"], dtype=np.float32),
+            "mode_id": np.asarray(obs["mode_id"], dtype=np.float32),
+            "previous_game_result": np.asarray(obs["previous_game_result"], dtype=np.float32),
+            "previous_game_reward": np.asarray(obs["previous_game_reward"], dtype=np.float32),
+            "decision": np.asarray(info["round_idx"]) == n_rounds}
+
+
+class _Actors:
+    """N actors' side of the loop: current observation, recurrent state, previous action and reward, pending
+    autoresets, the current observation's mode index."""
+
+    def __init__(self, net, n: int, n_rounds: int, modes: list[str], obs, info):
+        self.net, self.n, self.n_rounds, self.modes = net, n, n_rounds, {m: i for i, m in enumerate(modes)}
+        self.state = net.initial_state(n)
+        self.prev_action = np.full(n, -1, dtype=np.int64)
+        self.prev_reward = np.zeros(n, dtype=np.float32)
+        self.pending = np.zeros(n, dtype=bool)
+        self.observe(obs, info)
+
+    def observe(self, obs, info) -> None:
+        self.obs = observation_inputs(obs, info, self.n_rounds)
+        self.mode = np.array([self.modes[m] for m in info["mode"]], dtype=np.int64)
+
+    def inputs(self) -> dict[str, np.ndarray]:
+        return {**self.obs, "prev_reward": self.prev_reward[:, None].copy(), "prev_action": self.prev_action.copy()}
+
+    def advance(self, obs, info, actions, rewards, terminated, new_state) -> None:
+        """After an environment step: actors that autoreset on it start afresh, the others carry on."""
+        reset = self.pending
+        keep = torch.as_tensor(~reset, device=next(iter(new_state.values())).device)
+        self.state = {k: torch.where(keep.view(-1, *([1] * (v.dim() - 1))), v, torch.zeros_like(v))
+                      for k, v in new_state.items()}
+        self.prev_action = np.where(reset, -1, actions).astype(np.int64)
+        self.prev_reward = np.where(reset, 0.0, rewards).astype(np.float32)
+        self.pending = np.asarray(terminated, dtype=bool).copy()
+        self.observe(obs, info)
+
+    def state_dict(self) -> dict:
+        return {"obs": self.obs, "mode": self.mode, "state": {k: v.cpu() for k, v in self.state.items()},
+                "prev_action": self.prev_action, "prev_reward": self.prev_reward, "pending": self.pending}
+
+    def load_state_dict(self, state: Mapping, device) -> None:
+        self.obs = {k: np.array(v) for k, v in state["obs"].items()}
+        self.mode = np.array(state["mode"], dtype=np.int64)
+        self.state = {k: v.to(device) for k, v in state["state"].items()}
+        self.prev_action = np.array(state["prev_action"], dtype=np.int64)
+        self.prev_reward = np.array(state["prev_reward"], dtype=np.float32)
+        self.pending = np.array(state["pending"], dtype=bool)
+
+
+def _greedy(net, q: torch.Tensor, decision: torch.Tensor) -> np.ndarray:
+    """Argmax over the legal actions; the one host sync of an acting step."""
+    return q.masked_fill(~net.legal_mask(decision), float("-inf")).argmax(-1).cpu().numpy()
+
+
+def _pad_episodes(episodes: list[dict[str, np.ndarray]]):
+    """Stack E episodes of different lengths: ({name: (E, T_max, ...)}, valid (E, T_max))."""
+    t_max = max(len(ep["prev_action"]) for ep in episodes)
+    out = {}
+    for k in episodes[0]:
+        arr = np.zeros((len(episodes), t_max, *episodes[0][k].shape[1:]), dtype=episodes[0][k].dtype)
+        for i, ep in enumerate(episodes):
+            arr[i, :len(ep[k])] = ep[k]
+        out[k] = arr
+    valid = np.arange(t_max)[None, :] < np.array([len(ep["prev_action"]) for ep in episodes])[:, None]
+    return out, valid
+
+
+def _replay_env(env: MetaReferentialGameVector, seed: int, steps: int, previous_result: np.ndarray):
+    """Reset `env` with `seed` and step it `steps` times, deciding right (or, where previous_result (N, 2) says the
+    last decision failed, wrong) at every decision: the public-API rebuild of a saved environment. Returns the last
+    (obs, info)."""
+    obs, info = env.reset(seed=seed)
+    n_decisions = env.config.n_decisions
+    wrong = np.asarray(previous_result)[:, 0] > 0
+    for _ in range(steps):
+        target = np.asarray(info["target_decision"], dtype=np.int64)
+        obs, _, _, _, info = env.step(np.where(wrong, (target + 1) % n_decisions, target))
+    return obs, info
+
+
+class Trainer:
+    """One R2D2 run (see the module docstring). train(until) -> records; evaluate() -> one evaluation's accuracies."""
+
+    def __init__(self, config: TrainConfig, device: torch.device | str = "cpu"):
+        self.config, self.device = config, torch.device(device)
+        n, r = config.n_actors, config.r2d2
+        self.env = MetaReferentialGameVector(num_envs=n, seed=config.seed, **config.env)
+        gc = self.env.config
+        self.layout = ActionLayout(config.actions, gc.n_decisions, gc.vocab_size, gc.max_sentence_length)
+        self.dims = InputDims(gc.stimulus_dim, gc.vocab_size, gc.max_sentence_length, gc.n_rounds + 1,
+                              self.layout.n_actions)
+        self.modes = [str(m) for m in mode_names(gc)]
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(config.seed)
+            net = build_network(config.net, self.dims, self.layout)
+            self.learner = R2D2Learner(net, r, n, self.device)
+            self.recon = None
+            if config.recon.enabled:
+                scale = config.recon.stimulus_scale or ("raw" if config.net.core in ARCHI_CORES else "unit")
+                self.recon = Reconstruction(self.learner.net, config.recon, gc.stimulus_dim, gc.vocab_size,
+                                            gc.max_sentence_length, scale, self.device)
+        self.net = self.learner.net
+        spec, state_spec = step_spec(self.dims), _state_spec(self.net.initial_state(1))
+        self.replay = PrioritizedSequenceReplay(r.replay_sequences, r.unroll, spec, state_spec, r.alpha, r.beta,
+                                                r.priority_eps, seed=config.seed)
+        self.builder = SequenceBuilder(n, r.unroll, r.overlap, spec, state_spec)
+        self.rng = np.random.default_rng([config.seed, 1])
+        self.final_eps = actor_epsilons(n, r.eps, r.eps_alpha)
+        obs, info = self.env.reset(seed=config.seed)
+        self.actors = _Actors(self.net, n, gc.n_rounds, self.modes, obs, info)
+        self.observations = self.env_steps = self.episodes = 0
+        self.cycle_counter = 0
+        self.rec_countdown = config.recon.period
+        self.next_eval = config.eval_every
+        m = len(self.modes)
+        self.games = np.zeros((n, m), dtype=np.int64)
+        self.successes = np.zeros((n, m), dtype=np.int64)
+        self.ep_acc_sum, self.ep_acc_n = np.zeros(m), np.zeros(m, dtype=np.int64)
+        self.trajectories: list[dict[str, list]] = [{k: [] for k in INPUT_KEYS} for _ in range(n)]
+        self.rec_store: list[dict[str, np.ndarray]] = []
+        self.losses: list[torch.Tensor] = []
+        self.rec_stats: list[dict[str, torch.Tensor]] = []
+        self.records: list[dict] = []
+
+    # -- one environment step ----------------------------------------------------------------------------------------
+    def _act(self) -> np.ndarray:
+        """One step of every actor; returns which actors finished an episode on it."""
+        r, a = self.config.r2d2, self.actors
+        inp = a.inputs()
+        t_inp = to_tensors(inp, self.device)
+        q, new_state = self.learner.q_values(t_inp, a.state)
+        greedy = _greedy(self.net, q, t_inp["decision"])
+        eps = epsilon_schedule(self.observations, self.final_eps, r.eps_start, r.eps_decay)
+        explore = self.rng.random(a.n) < eps
+        actions = np.where(explore, self.layout.random_actions(self.rng, inp["decision"]), greedy)
+        obs, reward, terminated, _, info = self.env.step(self.layout.decisions(actions))
+        active = ~a.pending
+        done = terminated & active
+        step = {**inp, "action": actions, "reward": reward.astype(np.float32), "done": done}
+        state = a.state
+        windows = self.builder.add(step, lambda rows: {k: v[torch.as_tensor(rows, device=v.device)].cpu().numpy()
+                                                       for k, v in state.items()}, active, done)
+        if windows is not None:
+            self.replay.add(*windows)
+        decided = np.asarray(info["decided"]) & active
+        rows = np.arange(a.n)
+        self.games[rows, a.mode] += decided
+        self.successes[rows, a.mode] += decided & np.asarray(info["correct"])
+        if self.recon is not None:
+            for i in np.flatnonzero(active):
+                for k in INPUT_KEYS:
+                    self.trajectories[i][k].append(inp[k][i])
+        for i in np.flatnonzero(done):
+            played = self.games[i] > 0
+            self.ep_acc_sum[played] += self.successes[i, played] / self.games[i, played]
+            self.ep_acc_n[played] += 1
+            self.games[i] = 0
+            self.successes[i] = 0
+        self.observations += int(active.sum())
+        self.env_steps += 1
+        self.episodes += int(done.sum())
+        a.advance(obs, info, actions, reward, terminated, new_state)
+        return done
+
+    def _learn(self, finished: int) -> None:
+        r = self.config.r2d2
+        calls = r.updates_per_step
+        if r.episodes_per_cycle is not None:
+            self.cycle_counter += finished
+            calls = 0
+            if self.cycle_counter % r.episodes_per_cycle == 0 and len(self.replay) >= r.min_sequences:
+                calls = r.train_calls_per_cycle
+                self.cycle_counter = 1
+        if len(self.replay) < r.min_sequences:
+            return
+        for _ in range(calls):
+            self.losses.append(self.learner.train(self.replay))
+
+    def _reconstruct(self, done: np.ndarray) -> None:
+        if self.recon is None:
+            return
+        published = []
+        for i in np.flatnonzero(done):
+            ep = {k: np.stack(v) for k, v in self.trajectories[i].items()}
+            self.trajectories[i] = {k: [] for k in INPUT_KEYS}
+            published.append(ep)
+        if published:
+            self.rec_stats.append(self._rec_update(published))
+            self.rec_store = (self.rec_store + published)[-self.config.recon.store:]
+        self.rec_countdown -= 1
+        if self.rec_countdown <= 0 and self.rec_store:
+            k = max(1, len(self.rec_store) // 2)
+            pick = np.sort(self.rng.choice(len(self.rec_store), size=k, replace=False))
+            stats = self._rec_update([self.rec_store[j] for j in pick])
+            self.rec_stats.append(stats)
+            if self.config.recon.adaptive:
+                self.recon.adapt(float(stats["stimulus_accuracy"]))  # a host sync, only with the adaptive period
+            self.rec_countdown = self.recon.period
+
+    def _rec_update(self, episodes: list[dict[str, np.ndarray]]) -> dict[str, torch.Tensor]:
+        arrays, valid = _pad_episodes(episodes)
+        return self.recon.update(to_tensors(arrays, self.device), torch.as_tensor(valid, device=self.device))
+
+    def step(self) -> None:
+        """One environment step of every actor, then the learner's and the reconstruction's updates due."""
+        done = self._act()
+        self._learn(int(done.sum()))
+        self._reconstruct(done)
+
+    # -- evaluation and records --------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, float]:
+        """Greedy episodes on the evaluation environment: {"accuracy/<mode>": fraction, "decisions/<mode>": count}."""
+        c = self.config
+        env = MetaReferentialGameVector(num_envs=c.eval_actors, seed=c.eval_seed, **c.env)
+        obs, info = env.reset(seed=c.eval_seed)
+        actors = _Actors(self.net, c.eval_actors, env.config.n_rounds, self.modes, obs, info)
+        quota = math.ceil(c.eval_episodes / c.eval_actors)
+        finished = np.zeros(c.eval_actors, dtype=np.int64)
+        games, wins = np.zeros(len(self.modes), dtype=np.int64), np.zeros(len(self.modes), dtype=np.int64)
+        while (finished < quota).any():
+            inp = to_tensors(actors.inputs(), self.device)
+            q, new_state = self.net.step(inp, actors.state)
+            actions = _greedy(self.net, q, inp["decision"])
+            obs, reward, terminated, _, info = env.step(self.layout.decisions(actions))
+            counting = ~actors.pending & (finished < quota)
+            decided = np.asarray(info["decided"]) & counting
+            np.add.at(games, actors.mode[decided], 1)
+            np.add.at(wins, actors.mode[decided & np.asarray(info["correct"])], 1)
+            finished += terminated & counting
+            actors.advance(obs, info, actions, reward, terminated, new_state)
+        out = {}
+        for m, name in enumerate(self.modes):
+            out[f"accuracy/{name}"] = float(wins[m] / games[m]) if games[m] else float("nan")
+            out[f"decisions/{name}"] = int(games[m])
+        return out
+
+    def _record(self) -> dict:
+        evaluation = self.evaluate()
+        rec = {"observations": self.observations, "env_steps": self.env_steps, "episodes": self.episodes,
+               "updates": self.learner.updates, "target_copies": self.learner.target_copies,
+               "replay_sequences": len(self.replay),
+               "epsilon_mean": float(epsilon_schedule(self.observations, self.final_eps, self.config.r2d2.eps_start,
+                                                      self.config.r2d2.eps_decay).mean()),
+               "loss": float(torch.stack(self.losses).mean()) if self.losses else float("nan"),
+               "zsct_accuracy": evaluation["accuracy/test"], **evaluation}
+        for m, name in enumerate(self.modes):
+            rec[f"train_accuracy/{name}"] = (float(self.ep_acc_sum[m] / self.ep_acc_n[m]) if self.ep_acc_n[m]
+                                             else float("nan"))
+        if self.recon is not None:
+            for key in ("loss", "stimulus_accuracy", "comm_accuracy"):
+                values = torch.stack([s[key] for s in self.rec_stats]) if self.rec_stats else torch.zeros(0)
+                rec[f"rec_{key}"] = float(values.nanmean()) if len(values) else float("nan")
+            rec["rec_period"] = self.recon.period
+        self.losses, self.rec_stats = [], []
+        self.ep_acc_sum[:] = 0
+        self.ep_acc_n[:] = 0
+        return rec
+
+    def train(self, until: int | None = None, progress: Progress | None = None) -> list[dict]:
+        """Step until `until` observations (default: the budget), recording an evaluation at the first step past
+        every multiple of eval_every and at the budget."""
+        until = self.config.budget if until is None else until
+        while self.observations < until:
+            before = self.observations
+            self.step()
+            if progress is not None:
+                progress.update(self.observations - before)
+            if self.observations >= self.next_eval or (self.observations >= self.config.budget and not (
+                    self.records and self.records[-1]["observations"] == self.observations)):
+                self.records.append(self._record())
+                while self.next_eval <= self.observations:
+                    self.next_eval += self.config.eval_every
+        return self.records
+
+    # -- resume ------------------------------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        trajectories = [{k: (np.stack(v) if v else np.zeros((0,), dtype=np.float32)) for k, v in tr.items()}
+                        for tr in self.trajectories]
+        return {"learner": self.learner.state_dict(),
+                "recon": self.recon.state_dict() if self.recon is not None else None,
+                "replay": self.replay.state_dict(), "builder": self.builder.state_dict(),
+                "actors": self.actors.state_dict(),
+                "rng": copy.deepcopy(self.rng.bit_generator.state), "torch_rng": ckpt.rng_states(self.device),
+                "counters": {"observations": self.observations, "env_steps": self.env_steps,
+                             "episodes": self.episodes, "cycle_counter": self.cycle_counter,
+                             "rec_countdown": self.rec_countdown, "next_eval": self.next_eval},
+                "games": self.games, "successes": self.successes, "ep_acc_sum": self.ep_acc_sum,
+                "ep_acc_n": self.ep_acc_n, "trajectories": trajectories, "rec_store": list(self.rec_store),
+                "losses": [x.cpu() for x in self.losses],
+                "rec_stats": [{k: v.cpu() for k, v in s.items()} for s in self.rec_stats],
+                "records": copy.deepcopy(self.records)}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        self.learner.load_state_dict(state["learner"])
+        if self.recon is not None:
+            self.recon.load_state_dict(state["recon"])
+        self.replay.load_state_dict(state["replay"])
+        self.builder.load_state_dict(state["builder"])
+        self.actors.load_state_dict(state["actors"], self.device)
+        for k, v in state["counters"].items():
+            setattr(self, k, int(v))
+        obs, info = _replay_env(self.env, self.config.seed, self.env_steps, self.actors.obs["previous_game_result"])
+        for k, v in observation_inputs(obs, info, self.env.config.n_rounds).items():
+            if not np.array_equal(v, self.actors.obs[k]):
+                raise ValueError(f"the rebuilt environment's observation '{k}' differs from the saved one: the state "
+                                 "belongs to another environment version or configuration")
+        self.rng.bit_generator.state = state["rng"]
+        ckpt.restore_rng_states(state["torch_rng"], self.device)
+        self.games = np.array(state["games"], dtype=np.int64)
+        self.successes = np.array(state["successes"], dtype=np.int64)
+        self.ep_acc_sum = np.array(state["ep_acc_sum"], dtype=np.float64)
+        self.ep_acc_n = np.array(state["ep_acc_n"], dtype=np.int64)
+        self.trajectories = [{k: list(v) for k, v in tr.items()} for tr in state["trajectories"]]
+        self.rec_store = [{k: np.array(v) for k, v in ep.items()} for ep in state["rec_store"]]
+        self.losses = [x.to(self.device) for x in state["losses"]]
+        self.rec_stats = [{k: v.to(self.device) for k, v in s.items()} for s in state["rec_stats"]]
+        self.records = copy.deepcopy(list(state["records"]))
+
+
+def identity(config: TrainConfig) -> dict:
+    """The checkpoint identity of a run: its whole configuration."""
+    return {"s2b_r2d2": dataclasses.asdict(config) | {"env": dict(config.env)}}
+
+
+def run(config: TrainConfig, checkpoint: str | None = None, device: torch.device | str = "cpu",
+        progress: bool = False) -> list[dict]:
+    """Train to the budget, saving a checkpoint at every evaluation and resuming from `checkpoint` when it holds
+    this configuration's run; returns the records."""
+    trainer = Trainer(config, device)
+    ident = identity(config)
+    blob = ckpt.load(checkpoint, ident)
+    if blob is not None:
+        trainer.load_state_dict(blob["trainer"])
+    bar = Progress(config.budget, f"s2b r2d2 {config.net.core}") if progress else None
+    if bar is not None:
+        bar.update(trainer.observations)
+    while trainer.observations < config.budget:
+        trainer.train(until=min(config.budget, trainer.next_eval), progress=bar)
+        if checkpoint:
+            ckpt.save(checkpoint, ident, trainer=trainer.state_dict())
+    if bar is not None:
+        bar.close()
+    return trainer.records

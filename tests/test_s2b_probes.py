@@ -1,0 +1,67 @@
+"""The S2B outputs that need no agent: Table 3 against the paper, the aggregate and the comparison on hand-made
+probes, one episode for Figures 3 and 4, and the speaker probe's determinism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reprobench.s2b import probes, render, stimuli, summary
+
+
+def test_table3_is_the_papers(tmp_path):
+    render.table3(str(tmp_path / "t3"))
+    data = pd.read_csv(tmp_path / "t3.csv")
+    assert data["equal"].all() and len(data) == 5
+    assert "| 2 | 5 | 0 | 3, 6, 1, 0 | 3, 6, 1, 0 |" in (tmp_path / "t3.md").read_text()
+
+
+def probe_rows():
+    rows = []
+    for seed, (mean, low, high) in enumerate([(0.90, 0.85, 0.95), (0.92, 0.88, 0.97)]):
+        rows.append(dict(experiment="speaker", seed=seed, setting="episode", metric="posdis", value=mean, low=low,
+                         high=high, n=10, scale="small"))
+        rows.append(dict(experiment="speaker", seed=seed, setting="episode", metric="topsim", value=0.5, low=0.4,
+                         high=0.6, n=10, scale="small"))
+    for seed, v in enumerate([0.95, 0.97]):
+        for protocol in ("referentialgym", "disentanglement_lib"):
+            rows.append(dict(experiment="disentanglement", seed=seed, setting=f"O=4/{protocol}", metric="mig",
+                             value=v, low=v, high=v, n=1, scale="small"))
+    return pd.DataFrame(rows, columns=summary.COLUMNS)
+
+
+def test_the_ps_row_is_compared_with_the_range_of_single_episodes():
+    rows = {(r["result"], r["metric"], r["variant"]): r for r in render.comparison_rows(probe_rows())}
+    pos = rows[("table1", "posdis", "faithful")]
+    # 92.03 lies in [min of the 2.5% points, max of the 97.5% points] = [85, 97]; the mean is 91
+    assert pos["within"] and pos["reproduced"] == pytest.approx(91.0)
+    assert (pos["reproduced_low"], pos["reproduced_high"]) == pytest.approx((85.0, 97.0))
+    assert not rows[("table1", "topsim", "faithful")]["within"]  # 96.67 outside [40, 60]
+    assert pos["deviation"] == "S1" and pos["n_runs"] == 20
+    # Appendix D.2: ReferentialGym's sampling is the faithful variant; mean ± std over seeds: 96 ± 1.41
+    mig = rows[("tableD2", "mig", "faithful")]
+    assert mig["reproduced"] == pytest.approx(96.0) and mig["reproduced_low"] == pytest.approx(96 - 2**0.5)
+    assert mig["within"] and ("tableD2", "mig", "corrected") in rows  # 94.8 in [94.59, 97.41]
+
+
+def test_table1_writes_the_ps_column(tmp_path):
+    render.table1(probe_rows(), str(tmp_path / "t1"))
+    text = (tmp_path / "t1.md").read_text()
+    assert "| posdis | 92.03 | 91.00 ± 1.41 |" in text
+
+
+def test_the_speaker_probe_is_deterministic_and_in_range():
+    a, b = probes.speaker_metrics(3, 2), probes.speaker_metrics(3, 2)
+    for k in probes.SPEAKER_METRICS:
+        np.testing.assert_array_equal(a[k], b[k])
+    assert 0.8 < a["posdis"].min() <= a["posdis"].max() <= 1.0
+
+
+def test_figure_episode_plays_support_then_query():
+    ep = probes.figure_episode(0)
+    coords, query = ep["coords"], ep["query"]
+    assert query.any() and not query[: query.argmax()].any() and query[query.argmax():].all()
+    np.testing.assert_array_equal(stimuli.is_query_combination(coords), query)  # no query combination in support
+    np.testing.assert_array_equal(ep["messages"][:, :3], coords + 1)
+    assert ep["scs"].shape == (len(coords), 3) and ep["space"].n_values.tolist() == [5, 5, 3]

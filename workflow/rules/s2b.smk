@@ -1,0 +1,160 @@
+# s2b: Denamganaï, Missaoui & Walker (2023), "Meta-Referential Games to Learn Compositional Learning Behaviours".
+# So far what needs no agent: speaker (the posdis speaker over episodes) and disentanglement (SCS stimuli) ->
+# aggregate -> Table 1's PS column, Appendix D.2 -> compare; Table 3 and Figures 3, 4 from the speaker and one
+# episode. Runs, paths and input functions: src/reprobench/s2b/grid.py.
+# Config: the `s2b` section, validated against workflow/schemas/s2b.schema.yaml.
+
+from reprobench.s2b import grid as s2b
+
+S2B = load_benchmark("s2b")
+
+
+# Everything runs on the submitting node: the probes take seconds (minutes at paper.yaml's episode counts).
+localrules:
+    s2b_speaker,
+    s2b_disentanglement,
+    s2b_aggregate,
+    s2b_table1,
+    s2b_table3,
+    s2b_tableD2,
+    s2b_figure3,
+    s2b_figure4,
+    s2b_compare,
+
+
+rule s2b_speaker:
+    output:
+        s2b.SPEAKER_CURVE,
+    log:
+        s2b.SPEAKER_LOG,
+    benchmark:
+        s2b.SPEAKER_TIMING
+    wildcard_constraints:
+        **S2B.wildcards(),
+    conda:
+        ENV
+    params:
+        episodes=config["s2b"]["speaker"]["episodes"],
+        v_min=config["s2b"]["speaker"]["v_min"],
+        v_max=config["s2b"]["speaker"]["v_max"],
+        scale=config["scale"],
+    shell:
+        "python -m reprobench s2b speaker --seed {wildcards.seed:q} --episodes {params.episodes:q} "
+        "--v-min {params.v_min:q} --v-max {params.v_max:q} --scale {params.scale:q} --out {output:q} 2> {log:q}"
+
+
+rule s2b_disentanglement:
+    output:
+        s2b.DISENTANGLEMENT_CURVE,
+    log:
+        s2b.DISENTANGLEMENT_LOG,
+    benchmark:
+        s2b.DISENTANGLEMENT_TIMING
+    wildcard_constraints:
+        **S2B.wildcards(),
+    conda:
+        ENV
+    params:
+        n_oc=config["s2b"]["disentanglement"]["n_oc"],
+        scale=config["scale"],
+    shell:
+        "python -m reprobench s2b disentanglement --seed {wildcards.seed:q} --n-oc {params.n_oc:q} "
+        "--scale {params.scale:q} --out {output:q} 2> {log:q}"
+
+
+rule s2b_aggregate:
+    input:
+        S2B.expected_curves(),
+    output:
+        s2b.PROBES,
+    log:
+        s2b.AGGREGATE_LOG,
+    conda:
+        ENV
+    shell:
+        "python -m reprobench s2b aggregate --curves {input:q} --out {output:q} 2> {log:q}"
+
+
+rule s2b_table1:
+    input:
+        probes=s2b.PROBES,
+    output:
+        **reported("s2b", s2b.TABLES["table1"]),
+    log:
+        s2b.TABLES["table1"].log,
+    conda:
+        ENV
+    params:
+        caption=s2b.TABLES["table1"].caption,
+    shell:
+        "python -m reprobench s2b table1 --probes {input.probes:q} --out {output:q} 2> {log:q}"
+
+
+rule s2b_tableD2:
+    input:
+        probes=s2b.PROBES,
+    output:
+        **reported("s2b", s2b.TABLES["tableD2"]),
+    log:
+        s2b.TABLES["tableD2"].log,
+    conda:
+        ENV
+    params:
+        caption=s2b.TABLES["tableD2"].caption,
+    shell:
+        "python -m reprobench s2b tableD2 --probes {input.probes:q} --out {output:q} 2> {log:q}"
+
+
+# The speaker's utterances for the paper's example latents: no data.
+rule s2b_table3:
+    output:
+        **reported("s2b", s2b.TABLES["table3"]),
+    log:
+        s2b.TABLES["table3"].log,
+    conda:
+        ENV
+    params:
+        caption=s2b.TABLES["table3"].caption,
+    shell:
+        "python -m reprobench s2b table3 --out {output:q} 2> {log:q}"
+
+
+rule s2b_figure3:
+    output:
+        **reported("s2b", s2b.FIGURES["figure3"]),
+    log:
+        s2b.FIGURES["figure3"].log,
+    conda:
+        ENV
+    params:
+        caption=s2b.FIGURES["figure3"].caption,
+        seed=config["s2b"]["figure_seed"],
+    shell:
+        "python -m reprobench s2b figure3 --seed {params.seed:q} --out {output:q} 2> {log:q}"
+
+
+rule s2b_figure4:
+    output:
+        **reported("s2b", s2b.FIGURES["figure4"]),
+    log:
+        s2b.FIGURES["figure4"].log,
+    conda:
+        ENV
+    params:
+        caption=s2b.FIGURES["figure4"].caption,
+        seed=config["s2b"]["figure_seed"],
+    shell:
+        "python -m reprobench s2b figure4 --seed {params.seed:q} --out {output:q} 2> {log:q}"
+
+
+rule s2b_compare:
+    input:
+        probes=s2b.PROBES,
+    output:
+        s2b.COMPARISON,
+    log:
+        s2b.COMPARISON_LOG,
+    conda:
+        ENV
+    shell:
+        "python -m reprobench s2b compare --probes {input.probes:q} --out {output:q} 2> {log:q}"
