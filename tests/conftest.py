@@ -68,6 +68,7 @@ def tiny(config):
                           n_fragments=20, synthetic_chars=60000, synthetic_words=20000, top_words=100)
     config["s2b"]["speaker"].update(episodes=2)
     config["s2b"]["disentanglement"].update(n_oc=[1])
+    config["s2b"]["zsct"].update(n_oc=[1], shots=[1], observations=300, eval_every=150)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """The Snakemake workflow: dry-runs of the default and the cluster plan, bad configs, a tiny end-to-end run."""
 
 import html
+import json
 import re
 import shutil
 from pathlib import Path
@@ -75,13 +76,14 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
     # the Transformer (Appendix C) adds 4 x 2 x 10
     calm_runs = 2 * (13 * 4 * 10 - 2 * (2 + 3)) + 4 * 2 * 10
     assert training["calm_train"] == calm_runs == 1100
+    assert training["s2b_train"] == 3 * 3 * 3  # Table 2: O x S x seeds, faithful
     assert sum(len(rules) for _, rules, _ in jobs) == sum(training.values()) == 10 + 76 + 10 * 100 * 2 + 5 * 50 \
-        + calm_runs
+        + calm_runs + 27
     for group, rules, resources in jobs:
         assert all(profile["groups"][rule] == group for rule in rules)
         assert resources and all(re.search(r"\bgpu=1\b", r) and "slurm_partition=gpu" in r and "slurm_account=acct" in r
                                  for r in resources)
-    assert profile["group-components"] == {"arith_gpu": 4, "wade_gpu": 4, "calm_gpu": 1}
+    assert profile["group-components"] == {"arith_gpu": 4, "wade_gpu": 4, "calm_gpu": 1, "s2b_gpu": 1}
     assert profile["set-resource-scopes"] == {"gpu": "local"} and profile["resources"] == {"gpu": 1}
 
 
@@ -194,14 +196,15 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
     assert "## calm:" in summary
     assert len(list((results / "calm/curves").rglob("*.parquet"))) == 2 * 3 * 2  # datasets x models x seeds
     # S2B (agent-free so far): Table 3 equals the paper's; the PS column and Appendix D.2 compared.
-    for name in ("table1_marl", "table3_posdis_examples", "tableD2_disentanglement"):
+    for name in ("table1_marl", "table2_zsct", "table3_posdis_examples", "tableD2_disentanglement"):
         for ext in ("md", "csv", "tex"):
             assert (results / f"s2b/tables/{name}.{ext}").stat().st_size > 0
     for name in ("figure3_scs_episode", "figure4_posdis_messages"):
         assert (results / f"s2b/figures/{name}.png").stat().st_size > 0
     assert pd.read_csv(results / "s2b/tables/table3_posdis_examples.csv")["equal"].all()
     s2b_comparison = pd.read_csv(results / "s2b/comparison.csv")
-    assert set(s2b_comparison["result"]) == {"table1", "tableD2"} and "## s2b:" in summary
+    assert set(s2b_comparison["result"]) == {"table1", "table2", "tableD2"} and "## s2b:" in summary
+    assert "| faithful | 1 |" in (results / "s2b/tables/table2_zsct.md").read_text()
     # Curves: one file per seed, readable, with provenance, hive-readable as one dataset.
     wade_curves = list((results / "wade/curves").rglob("*.parquet"))
     assert len(wade_curves) == 2 * 2 * (2 + 1 + 4) + 2 * 2  # tasks x seeds x (2 rules, ESN, 4 trained) + IMDB
@@ -251,7 +254,9 @@ def test_html_report_holds_every_table_and_figure_with_its_caption(tiny_local_ru
         for product in targets.tables + targets.figures:
             for path in product.files():
                 assert Path(path).name in text, path
-            assert html.escape(product.caption[:60], quote=False) in text, product.title
+            caption = html.escape(product.caption[:60], quote=False)
+            # the report's embedded data escapes non-ASCII as JSON does ("Denamgana\u00ef")
+            assert caption in text or json.dumps(caption)[1:-1] in text, product.title
     assert "Scale: <strong>small</strong>" in text
 
 

@@ -1,7 +1,7 @@
 # s2b: Denamganaï, Missaoui & Walker (2023), "Meta-Referential Games to Learn Compositional Learning Behaviours".
-# So far what needs no agent: speaker (the posdis speaker over episodes) and disentanglement (SCS stimuli) ->
-# aggregate -> Table 1's PS column, Appendix D.2 -> compare; Table 3 and Figures 3, 4 from the speaker and one
-# episode. Runs, paths and input functions: src/reprobench/s2b/grid.py.
+# speaker (the posdis speaker over episodes) and disentanglement (SCS stimuli) -> aggregate -> Table 1's PS column,
+# Appendix D.2; train (R2D2 listener, one run per O, S, variant, seed) -> aggregate_zsct -> Table 2; -> compare.
+# Table 3 and Figures 3, 4 from the speaker and one episode. Runs, paths and input functions: src/reprobench/s2b/grid.py.
 # Config: the `s2b` section, validated against workflow/schemas/s2b.schema.yaml.
 
 from reprobench.s2b import grid as s2b
@@ -14,7 +14,9 @@ localrules:
     s2b_speaker,
     s2b_disentanglement,
     s2b_aggregate,
+    s2b_aggregate_zsct,
     s2b_table1,
+    s2b_table2,
     s2b_table3,
     s2b_tableD2,
     s2b_figure3,
@@ -62,9 +64,69 @@ rule s2b_disentanglement:
         "--scale {params.scale:q} --out {output:q} 2> {log:q}"
 
 
+rule s2b_train:
+    output:
+        s2b.ZSCT_CURVE,
+    log:
+        s2b.ZSCT_LOG,
+    benchmark:
+        s2b.ZSCT_TIMING
+    wildcard_constraints:
+        **S2B.wildcards(),
+    group:
+        "s2b_train"
+    conda:
+        ENV
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        preset=config["s2b"]["zsct"]["preset"],
+        observations=config["s2b"]["zsct"]["observations"],
+        eval_every=config["s2b"]["zsct"]["eval_every"],
+        device=config["device"],
+        scale=config["scale"],
+        checkpoint=s2b.ZSCT_CHECKPOINT,
+        checkpoint_minutes=config["s2b"]["zsct"]["checkpoint_minutes"],
+    shell:
+        "python -m reprobench s2b train --n-oc {wildcards.o:q} --shots {wildcards.s:q} --variant {wildcards.variant:q} "
+        "--seed {wildcards.seed:q} --preset {params.preset:q} --observations {params.observations:q} "
+        "--eval-every {params.eval_every:q} --device {params.device:q} --threads {threads} --scale {params.scale:q} "
+        "--checkpoint {params.checkpoint:q} --checkpoint-minutes {params.checkpoint_minutes:q} "
+        "--out {output:q} 2> {log:q}"
+
+
+rule s2b_aggregate_zsct:
+    input:
+        S2B.zsct_curves(),
+    output:
+        s2b.ZSCT,
+    log:
+        s2b.ZSCT_AGGREGATE_LOG,
+    conda:
+        ENV
+    shell:
+        "python -m reprobench s2b aggregate-zsct --curves {input:q} --out {output:q} 2> {log:q}"
+
+
+rule s2b_table2:
+    input:
+        zsct=s2b.ZSCT,
+    output:
+        **reported("s2b", s2b.TABLES["table2"]),
+    log:
+        s2b.TABLES["table2"].log,
+    conda:
+        ENV
+    params:
+        caption=s2b.TABLES["table2"].caption,
+    shell:
+        "python -m reprobench s2b table2 --zsct {input.zsct:q} --out {output:q} 2> {log:q}"
+
+
 rule s2b_aggregate:
     input:
-        S2B.expected_curves(),
+        S2B.speaker_curves() + S2B.disentanglement_curves(),
     output:
         s2b.PROBES,
     log:
@@ -150,6 +212,7 @@ rule s2b_figure4:
 rule s2b_compare:
     input:
         probes=s2b.PROBES,
+        zsct=s2b.ZSCT,
     output:
         s2b.COMPARISON,
     log:
@@ -157,4 +220,4 @@ rule s2b_compare:
     conda:
         ENV
     shell:
-        "python -m reprobench s2b compare --probes {input.probes:q} --out {output:q} 2> {log:q}"
+        "python -m reprobench s2b compare --probes {input.probes:q} --zsct {input.zsct:q} --out {output:q} 2> {log:q}"

@@ -3,7 +3,7 @@ the modules named by each handler. Heavy imports happen inside the handlers."""
 
 from __future__ import annotations
 
-from reprobench.core.cli import add_output, output_stem
+from reprobench.core.cli import add_output, add_training_options, output_stem
 
 
 def register(sub) -> None:
@@ -29,6 +29,28 @@ def register(sub) -> None:
     t.add_argument("--out", required=True)
     t.set_defaults(func=cmd_disentanglement)
 
+    t = s.add_parser("train", help="one R2D2 run of Table 2 (the listener with the posdis speaker)")
+    t.add_argument("--n-oc", type=int, required=True)
+    t.add_argument("--shots", type=int, required=True)
+    t.add_argument("--variant", required=True, choices=["faithful", "corrected"])
+    t.add_argument("--seed", type=int, required=True)
+    t.add_argument("--preset", required=True, choices=["tiny", "table2"])
+    t.add_argument("--observations", type=int, required=True, help="the budget: observations summed over actors")
+    t.add_argument("--eval-every", type=int, required=True)
+    add_training_options(t, checkpoint=True)
+    t.add_argument("--out", required=True)
+    t.set_defaults(func=cmd_train)
+
+    t = s.add_parser("aggregate-zsct", help="the last evaluation of every Table 2 run")
+    t.add_argument("--curves", nargs="+", required=True)
+    t.add_argument("--out", required=True)
+    t.set_defaults(func=cmd_aggregate_zsct)
+
+    t = s.add_parser("table2", help=f"{TABLES['table2'].title}: {TABLES['table2'].stem}.*")
+    t.add_argument("--zsct", required=True)
+    add_output(t, "table")
+    t.set_defaults(func=cmd_table2)
+
     t = s.add_parser("aggregate", help="per-seed means of every probe")
     t.add_argument("--curves", nargs="+", required=True)
     t.add_argument("--out", required=True)
@@ -50,6 +72,7 @@ def register(sub) -> None:
 
     t = s.add_parser("compare", help="published vs reproduced numbers")
     t.add_argument("--probes", required=True)
+    t.add_argument("--zsct", required=True)
     t.add_argument("--out", required=True)
     t.set_defaults(func=cmd_compare)
 
@@ -64,6 +87,27 @@ def cmd_disentanglement(args) -> None:
     from reprobench.s2b import runs
 
     runs.disentanglement_run(args.seed, args.n_oc, args.out, args.scale)
+
+
+def cmd_train(args) -> None:
+    from reprobench.core.device import choose_device
+    from reprobench.s2b import runs
+
+    device = choose_device(args.device, args.threads)
+    runs.zsct_run(args.n_oc, args.shots, args.variant, args.seed, args.preset, args.observations, args.eval_every,
+                  args.out, args.scale, str(device), args.checkpoint)
+
+
+def cmd_aggregate_zsct(args) -> None:
+    from reprobench.s2b import summary
+
+    summary.aggregate_zsct(args.curves, args.out)
+
+
+def cmd_table2(args) -> None:
+    from reprobench.s2b import render, summary
+
+    render.table2(summary.read_zsct(args.zsct), output_stem(args.out, (".md", ".csv", ".tex")))
 
 
 def cmd_aggregate(args) -> None:
@@ -96,4 +140,4 @@ def cmd_compare(args) -> None:
     from reprobench.core import compare
     from reprobench.s2b import render, summary
 
-    compare.write(render.comparison_rows(summary.read_probes(args.probes)), args.out)
+    compare.write(render.comparison_rows(summary.read_probes(args.probes), summary.read_zsct(args.zsct)), args.out)

@@ -1,8 +1,9 @@
 """The S2B runs a config asks for, and every path: read by workflow/rules/s2b.smk and `reprobench inspect`.
 
-So far the parts that need no agent: the posdis speaker's compositionality over many episodes (Table 1's PS column),
-the disentanglement of SCS stimuli (Appendix D.2), the speaker's utterances (Table 3) and one meta-RG's stimuli and
-messages (Figures 3, 4). The R2D2 agents (Table 1's learned columns, Tables 2, 4, Figures 5, 6) come next (issue 12).
+The parts that need no agent: the posdis speaker's compositionality over many episodes (Table 1's PS column), the
+disentanglement of SCS stimuli (Appendix D.2), the speaker's utterances (Table 3) and one meta-RG's stimuli and
+messages (Figures 3, 4). Trained: Table 2, the R2D2 listener with the posdis speaker, one run per (O, S, variant,
+seed). Still to come (issue 12): Table 1's learned columns, Table 4, Figures 5, 6.
 """
 
 from __future__ import annotations
@@ -17,6 +18,13 @@ SPEAKER_LOG, DISENTANGLEMENT_LOG = (f"{LOGS}/probes/speaker/seed={{seed}}.log",
                                     f"{LOGS}/probes/disentanglement/seed={{seed}}.log")
 SPEAKER_TIMING, DISENTANGLEMENT_TIMING = (f"{TIMINGS}/probes/speaker/seed={{seed}}.tsv",
                                           f"{TIMINGS}/probes/disentanglement/seed={{seed}}.tsv")
+ZSCT_RUN = "O={o}/S={s}/variant={variant}/seed={seed}"
+ZSCT_CURVE = f"{ROOT}/curves/experiment=zsct/{ZSCT_RUN}.parquet"  # per evaluation: accuracies per mode, losses
+ZSCT_CHECKPOINT = f"{ROOT}/checkpoints/experiment=zsct/{ZSCT_RUN}.pt"
+ZSCT_LOG = f"{LOGS}/train/experiment=zsct/{ZSCT_RUN}.log"
+ZSCT_TIMING = f"{TIMINGS}/train/experiment=zsct/{ZSCT_RUN}.tsv"
+ZSCT = f"{ROOT}/metrics/zsct.parquet"  # one row per run: the last evaluation's accuracies
+ZSCT_AGGREGATE_LOG = f"{LOGS}/metrics/zsct.log"
 PROBES = f"{ROOT}/metrics/probes.parquet"  # one row per (experiment, seed, setting, metric): mean over episodes
 AGGREGATE_LOG = f"{LOGS}/metrics/aggregate.log"
 COMPARISON, COMPARISON_LOG = f"{ROOT}/comparison.csv", f"{LOGS}/comparison.log"
@@ -28,6 +36,9 @@ TABLES = {
                       f"Table 1 of {_PAPER}: linguistic compositionality (topsim, posdis, bosdis, %) of the "
                       "Posdis-Speaker (PS) column, mean ± std over seeds of per-episode means; the learned agents' "
                       "columns come with the R2D2 runs."),
+    "table2": Product("Table 2", f"{ROOT}/tables/table2_zsct", TABLE_FORMATS,
+                      f"Table 2 of {_PAPER}: ZSCT accuracy (%) of the R2D2 listener with the posdis speaker per number "
+                      "of object-centric samples O and shots S, greedy test-only evaluation, mean ± std over seeds."),
     "table3": Product("Table 3", f"{ROOT}/tables/table3_posdis_examples", TABLE_FORMATS,
                       f"Table 3 of {_PAPER}: latent stimuli and the posdis speaker's utterances (token 0 is EoS)."),
     "tableD2": Product("Appendix D.2", f"{ROOT}/tables/tableD2_disentanglement", TABLE_FORMATS,
@@ -53,6 +64,9 @@ class Grid:
     # --- the registry's interface (reprobench.benchmarks) -------------------------------------------------------
     def check(self) -> None:
         d = self.cfg["disentanglement"]
+        for key in ("n_oc", "shots"):
+            if any(v < 1 for v in self.cfg["zsct"][key]):
+                raise ConfigError(f"s2b.zsct.{key}", f"every value must be at least 1, got {self.cfg['zsct'][key]}")
         if any(o < 1 for o in d["n_oc"]):
             raise ConfigError("s2b.disentanglement.n_oc", f"every O must be at least 1, got {d['n_oc']}")
         if self.cfg["speaker"]["v_min"] > self.cfg["speaker"]["v_max"]:
@@ -60,7 +74,7 @@ class Grid:
                               f"({self.cfg['speaker']['v_max']})")
 
     def expected_curves(self) -> list[str]:
-        return self.speaker_curves() + self.disentanglement_curves()
+        return self.speaker_curves() + self.disentanglement_curves() + self.zsct_curves()
 
     def targets(self) -> Targets:
         return Targets(tables=list(TABLES.values()), figures=list(FIGURES.values()), comparisons=[COMPARISON])
@@ -72,5 +86,10 @@ class Grid:
     def disentanglement_curves(self) -> list[str]:
         return [DISENTANGLEMENT_CURVE.format(seed=s) for s in range(self.cfg["disentanglement"]["seeds"])]
 
+    def zsct_curves(self) -> list[str]:
+        z = self.cfg["zsct"]
+        return [ZSCT_CURVE.format(o=o, s=s, variant=v, seed=seed) for o in z["n_oc"] for s in z["shots"]
+                for v in z["variants"] for seed in range(z["seeds"])]
+
     def wildcards(self) -> dict[str, str]:
-        return {"seed": "[0-9]+"}
+        return {"seed": "[0-9]+", "o": "[0-9]+", "s": "[0-9]+", "variant": "faithful|corrected"}

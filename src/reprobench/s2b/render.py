@@ -1,5 +1,5 @@
-"""The paper's outputs that need no agent: Table 1's Posdis-Speaker column, Table 3 (the speaker's utterances),
-Appendix D.2's disentanglement table, Figures 3 and 4, and the published-vs-reproduced comparison."""
+"""The paper's outputs: Table 1's Posdis-Speaker column, Table 2 (ZSCT of the R2D2 listener), Table 3 (the speaker's
+utterances), Appendix D.2's disentanglement table, Figures 3 and 4, and the published-vs-reproduced comparison."""
 
 from __future__ import annotations
 
@@ -60,6 +60,36 @@ def table1(probes_frame: pd.DataFrame, stem: str) -> list[str]:
             "then mean ± std over seeds. The paper's row is one unrecorded draw of that protocol (DEVIATIONS S1). "
             "The learned agents' columns (ZSCT, EoA accuracy, S = 1, 2) come with the R2D2 runs.")
     return tables.write_all(stem, header, rows, rows, pd.DataFrame(data), note=note)
+
+
+def _zsct_stats(zsct: pd.DataFrame) -> pd.DataFrame:
+    g = zsct.groupby(["variant", "n_oc", "shots"])["zsct_accuracy"]
+    return pd.DataFrame({"mean": 100 * g.mean(), "std": 100 * g.std(ddof=1), "n_seeds": g.size()}).reset_index()
+
+
+def table2(zsct: pd.DataFrame, stem: str) -> list[str]:
+    """Rows O, columns S, as the paper: ours mean ± std over seeds, the paper's next to it."""
+    stats = _zsct_stats(zsct)
+    shots = sorted(stats["shots"].unique())
+    header = ["Variant", "O", *[f"S={s} (ours)" for s in shots], *[f"S={s} (paper)" for s in shots]]
+    rows, data = [], []
+    for (variant, o), g in stats.groupby(["variant", "n_oc"], sort=True):
+        ours = {int(r.shots): _fmt(r.mean, r.std) for r in g.itertuples()}
+        paper = {s: _paper_cell("table2", f"O={o} S={s}") for s in shots}
+        rows.append([variant, str(o), *(ours.get(s, "—") for s in shots), *(paper[s] for s in shots)])
+        data += [{"variant": variant, "O": int(o), "S": int(r.shots), "mean": r.mean, "std": r.std,
+                  "n_seeds": int(r.n_seeds)} for r in g.itertuples()]
+    budget = int(zsct["observations"].max()) if len(zsct) else 0
+    note = (f"Scale: {curves.scale_label(zsct) if len(zsct) else '—'}; {budget:,} observations per run (paper: 5M, "
+            "32 actors); the last greedy evaluation's query-phase accuracy (chance 50%). "
+            "Ours is an R2D2 listener with the posdis speaker (reprobench.s2b.train).")
+    return tables.write_all(stem, header, rows, rows, pd.DataFrame(data), note=note)
+
+
+def _paper_cell(table: str, setting: str) -> str:
+    pub = published.tables()
+    row = pub[(pub["table"] == table) & (pub["setting"] == setting)]
+    return f"{row['mean'].iloc[0]:.2f} ± {row['std'].iloc[0]:.2f}" if len(row) else "—"
 
 
 def table3(stem: str) -> list[str]:
@@ -171,10 +201,21 @@ def figure4(stem: str, seed: int = 0) -> list[str]:
 # --- comparison -------------------------------------------------------------------------------------------------
 
 
-def comparison_rows(probes_frame: pd.DataFrame) -> list[dict]:
+def comparison_rows(probes_frame: pd.DataFrame, zsct: pd.DataFrame | None = None) -> list[dict]:
     """Table 1's PS row (a property of the speaker and the stimuli) and Appendix D.2 (of the stimuli): the paper's
-    single values against our mean ± std over seeds."""
+    single values against our mean ± std over seeds; Table 2's mean ± std against ours."""
     rows = []
+    if zsct is not None and len(zsct):
+        pub = published.tables()
+        for r in _zsct_stats(zsct).itertuples():
+            p = pub[(pub["table"] == "table2") & (pub["setting"] == f"O={r.n_oc} S={r.shots}")]
+            if not len(p):
+                continue
+            rows.append(compare.row(
+                benchmark="s2b", result="table2", row=f"O={r.n_oc} S={r.shots}", metric="acc_zsct",
+                published=Interval.mean_std(float(p["mean"].iloc[0]), float(p["std"].iloc[0])),
+                reproduced=Interval.mean_std(r.mean, r.std), n_runs=int(r.n_seeds), scale=curves.scale_label(zsct),
+                variant=r.variant, spread="mean ± std ranges"))
     scale = curves.scale_label(probes_frame) if len(probes_frame) else ""
     speaker = probes_frame[probes_frame["experiment"] == "speaker"]
     for metric in ("topsim", "posdis", "bosdis"):

@@ -30,3 +30,31 @@ def aggregate(paths: list[str], out: str) -> pd.DataFrame:
 
 def read_probes(path) -> pd.DataFrame:
     return curves.read_frame(path, COLUMNS)[0]
+
+
+ZSCT_COLUMNS = ["n_oc", "shots", "variant", "seed", "observations", "zsct_accuracy", "support_accuracy", "scale"]
+
+
+def aggregate_zsct(paths: list[str], out: str) -> pd.DataFrame:
+    """One row per Table 2 run: its last evaluation (greedy, test-only)."""
+    rows, scales = [], set()
+    for path in paths:
+        frame, record = curves.read_curve(path)
+        w = curves.wide(frame)
+        last = w.iloc[-1]
+        support = [c for c in w.columns if c.startswith("accuracy/train")]
+        rows.append({"n_oc": int(record["setting"]["n_oc"]), "shots": int(record["setting"]["shots"]),
+                     "variant": record["variant"], "seed": int(record["seed"]),
+                     "observations": int(last["observations"]), "zsct_accuracy": float(last["zsct_accuracy"]),
+                     "support_accuracy": float(last[support].mean()) if support else float("nan"),
+                     "scale": record["scale"]})
+        scales.add(record["scale"])
+    runs = pd.DataFrame(rows, columns=ZSCT_COLUMNS).sort_values(["n_oc", "shots", "variant", "seed"], kind="stable")
+    runs = runs.reset_index(drop=True)
+    curves.write_frame(runs, out, curves.summary_record(PAPER.id, "zsct", "aggregate", ",".join(sorted(scales)),
+                                                        ",".join(sorted(set(runs["variant"]))), n_runs=len(runs)))
+    return runs
+
+
+def read_zsct(path) -> pd.DataFrame:
+    return curves.read_frame(path, ZSCT_COLUMNS)[0]
