@@ -103,9 +103,9 @@ def killed_after_optimizer_steps(monkeypatch, steps: int):
 
 
 def results_differences(a: Path, b: Path) -> list[str]:
-    """Files that differ between two results folders (missing files on either side count): Parquet by data (its
-    metadata records times and hosts), JSON without its provenance fields, reproduction.md without its provenance
-    line, everything else (tables, figures, comparisons, report) by bytes."""
+    """Files that differ between two results folders (missing files on either side count): Parquet by data, NaN
+    equal to NaN (its metadata records times and hosts), JSON without its provenance fields, reproduction.md
+    without its provenance line, everything else (tables, figures, comparisons, report) by bytes."""
     import json
 
     import pyarrow.parquet as pq
@@ -116,8 +116,8 @@ def results_differences(a: Path, b: Path) -> list[str]:
     provenance = set(base_record()) | {"made"}
 
     def comparable(path: Path):
-        if path.suffix == ".parquet":
-            return pq.read_table(path).replace_schema_metadata(None)
+        if path.suffix == ".parquet":  # as pandas: NaN equals NaN (arrow's Table.equals says NaN != NaN)
+            return pq.read_table(path).replace_schema_metadata(None).to_pandas()
         if path.suffix == ".json":
             return {k: v for k, v in json.loads(path.read_text()).items() if k not in provenance}
         if path.name == "reproduction.md":
