@@ -87,12 +87,6 @@ REWARD_SUCCESS, REWARD_FAIL_SUPPORT, REWARD_FAIL_QUERY = 1.0, 0.0, -2.0
 SAMPLING_RE = re.compile(r"component-focused-(\d+)shots?")
 
 
-def _int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def parse_sampling_strategy(strategy: str | None) -> int | None:
     """S of 'component-focused-<S>shot(s)' (the reference parses int(s.split('-')[-1].split('shot')[0])); None keeps
     None (every stimulus of a split, in index order)."""
@@ -148,17 +142,17 @@ def make_config(nbr_communication_rounds=1, vocab_size=6, max_sentence_length=3,
                 use_communication_channel_permutations=True, allow_listener_query=False,
                 provide_listener_feedback=False, variant="faithful", query_all=False, speaker="posdis") -> GameConfig:
     """Validate the reference's keyword arguments (section 2.1 defaults) into a GameConfig; errors name the argument."""
-    n_rounds = _int("nbr_communication_rounds", nbr_communication_rounds, 1)
-    vocab = _int("vocab_size", vocab_size, 1)
-    length = _int("max_sentence_length", max_sentence_length, 1)
-    n_latents = _int("nbr_latents", nbr_latents, 2)  # one latent has no query split (2 test values needed)
-    v_min = _int("min_nbr_values_per_latent", min_nbr_values_per_latent, 2)
-    v_max = _int("max_nbr_values_per_latent", max_nbr_values_per_latent, 2)
+    n_rounds = stimuli.check_int("nbr_communication_rounds", nbr_communication_rounds, 1)
+    vocab = stimuli.check_int("vocab_size", vocab_size, 1)
+    length = stimuli.check_int("max_sentence_length", max_sentence_length, 1)
+    n_latents = stimuli.check_int("nbr_latents", nbr_latents, 2)  # one latent has no query split (2 test values needed)
+    v_min = stimuli.check_int("min_nbr_values_per_latent", min_nbr_values_per_latent, 2)
+    v_max = stimuli.check_int("max_nbr_values_per_latent", max_nbr_values_per_latent, 2)
     if v_min > v_max:
         raise ValueError(f"min_nbr_values_per_latent ({v_min}) must not exceed max_nbr_values_per_latent ({v_max})")
-    n_oc = _int("nbr_object_centric_samples", nbr_object_centric_samples, 1)
-    k = _int("nbr_distractors", nbr_distractors, 0)
-    shots_passes = _int("nbr_shots", nbr_shots, 1)
+    n_oc = stimuli.check_int("nbr_object_centric_samples", nbr_object_centric_samples, 1)
+    k = stimuli.check_int("nbr_distractors", nbr_distractors, 0)
+    shots_passes = stimuli.check_int("nbr_shots", nbr_shots, 1)
     for name, value in (("descriptive", descriptive), ("use_communication_channel_permutations",
                         use_communication_channel_permutations), ("provide_listener_feedback",
                         provide_listener_feedback), ("query_all", query_all)):
@@ -635,7 +629,7 @@ class MetaReferentialGame(gymnasium.Env):
             sampling_strategy, use_communication_channel_permutations, allow_listener_query,
             provide_listener_feedback, variant, query_all, speaker)
         if seed is not None:
-            _int("seed", seed, 0)
+            stimuli.check_int("seed", seed, 0)
         self._seed = seed
         self.observation_space = observation_space(self.config)
         self.action_space = action_space(self.config)

@@ -39,12 +39,6 @@ OHE_MAX_EPISODE_LENGTH = 10  # the OHE sweep's cap (5 games per mode with 2 shot
 REWARD_RIGHT, REWARD_WRONG = 0.0, -1.0
 
 
-def _int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 class RecallGame(gymnasium.Env):
     """The recall task, one episode at a time (see the module docstring).
 
@@ -63,21 +57,21 @@ class RecallGame(gymnasium.Env):
         if variant not in stimuli.VARIANTS:
             raise ValueError(f"variant must be one of {stimuli.VARIANTS}, got {variant!r}")
         self.representation, self.variant = representation, variant
-        self.n_latents = _int("nbr_latents", nbr_latents, 2)
-        self.v_max = _int("max_nbr_values_per_latent", max_nbr_values_per_latent, 2)
-        self.v_min = self.v_max if representation == "ohe" else _int("min_nbr_values_per_latent",
+        self.n_latents = stimuli.check_int("nbr_latents", nbr_latents, 2)
+        self.v_max = stimuli.check_int("max_nbr_values_per_latent", max_nbr_values_per_latent, 2)
+        self.v_min = self.v_max if representation == "ohe" else stimuli.check_int("min_nbr_values_per_latent",
                                                                      min_nbr_values_per_latent, 2)
         if self.v_min > self.v_max:
             raise ValueError(f"min_nbr_values_per_latent ({self.v_min}) must not exceed max_nbr_values_per_latent "
                              f"({self.v_max})")
-        self.nbr_shots = _int("nbr_shots", nbr_shots, 1)
+        self.nbr_shots = stimuli.check_int("nbr_shots", nbr_shots, 1)
         if max_episode_length == "auto":
             max_episode_length = OHE_MAX_EPISODE_LENGTH if representation == "ohe" else None
         if max_episode_length is not None:
-            max_episode_length = _int("max_episode_length", max_episode_length, self.nbr_shots)
+            max_episode_length = stimuli.check_int("max_episode_length", max_episode_length, self.nbr_shots)
         self.max_episode_length = max_episode_length
         if seed is not None:
-            _int("seed", seed, 0)
+            stimuli.check_int("seed", seed, 0)
         self._seed = seed
         dim = self.n_latents * (self.v_max if representation == "ohe" else 1)
         self.observation_space = spaces.Dict({

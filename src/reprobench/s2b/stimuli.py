@@ -69,10 +69,15 @@ class SymbolicSpace:
         return self.n_combinations * self.n_oc
 
 
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+def check_int(name: str, value, minimum: int) -> int:
+    """`value` as an int, or a ValueError naming `name` (bools are not integers here)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
+
+
+def _positive_int(name: str, value) -> int:
+    return check_int(name, value, 1)
 
 
 def _check_n_values(n_values) -> np.ndarray:
