@@ -69,6 +69,9 @@ def tiny(config):
     config["s2b"]["speaker"].update(episodes=2)
     config["s2b"]["disentanglement"].update(n_oc=[1])
     config["s2b"]["zsct"].update(n_oc=[1], shots=[1], observations=300, eval_every=150)
+    config["s2b"]["architectures"].update(seeds={"table4": {"lstm": 2}, "fig6": {"lstm_rec": 2}},
+                                          observations={"table4": 300, "fig6": 300},
+                                          eval_every={"table4": 150, "fig6": 150})
 
 
 @pytest.fixture(scope="session")

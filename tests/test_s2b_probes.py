@@ -1,7 +1,9 @@
 """The S2B outputs that need no agent: Table 3 against the paper, the aggregate and the comparison on hand-made
-probes, one episode for Figures 3 and 4, and the speaker probe's determinism."""
+probes, Tables 2 and 4 on hand-made runs, one episode for Figures 3 and 4, and the speaker probe's determinism."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pandas as pd
@@ -76,17 +78,58 @@ def test_table2_runs_take_o_and_s_and_the_corrected_variant():
     assert runs.zsct_config(1, 1, "faithful", 0, "tiny", 300, 100).env["sampling_strategy"] == "component-focused-1shot"
     corrected = runs.zsct_config(1, 1, "corrected", 0, "tiny", 300, 100).r2d2
     assert (corrected.double_q, corrected.target_update) == ("masked", "period")
-    paper = runs.zsct_config(16, 4, "faithful", 0, "table2", 5_000_000, 500_000)
+    paper = runs.zsct_config(16, 4, "faithful", 0, "reference", 5_000_000, 500_000)
     assert paper.n_actors == 32 and paper.budget == 5_000_000 and paper.r2d2.lr == 6.25e-5
+    with pytest.raises(ValueError, match="sizes"):
+        runs.zsct_config(1, 1, "faithful", 0, "table2", 300, 100)
+
+
+def test_small_keeps_the_structure_of_a_preset_and_is_the_tiny_default_for_table2():
+    from reprobench.s2b import train
+
+    assert dataclasses.replace(train.small(train.preset("table2")), budget=2000, eval_every=1000) == train.TrainConfig()
+    big, small = train.preset("table4_dcem"), train.small(train.preset("table4_dcem"))
+    assert (small.n_actors, small.r2d2.batch_size, small.net.dcem_lstm, small.eval_actors) == (4, 8, 32, 4)
+    for key in ("unroll", "burn_in", "n_step", "episodes_per_cycle", "train_calls_per_cycle", "n_minibatches", "lr"):
+        assert getattr(small.r2d2, key) == getattr(big.r2d2, key), key
+    assert small.env == big.env and small.recon.adaptive and small.recon.max_period == 200
+
+
+def test_architecture_runs_take_the_preset_and_the_reconstruction_switch():
+    from reprobench.s2b import runs
+
+    t4 = runs.architecture_config("table4", "esbn", "faithful", 3, "reference", 10_000_000, 1_000_000)
+    assert t4.net.core == "esbn" and t4.env["max_nbr_values_per_latent"] == 3 and t4.env["vocab_size"] == 4
+    assert t4.recon.enabled and t4.r2d2.n_step == 7 and (t4.seed, t4.eval_every) == (3, 1_000_000)
+    plain, rec = (runs.architecture_config("fig6", m, "faithful", 0, "tiny", 300, 150) for m in ("dnc", "dnc_rec"))
+    assert plain.net.core == rec.net.core == "dnc" and not plain.recon.enabled and rec.recon.enabled
+    assert rec.recon.signals == ("stimulus",) and rec.env["nbr_distractors"] == 3 and not rec.env["descriptive"]
+    assert runs.architecture_config("fig6", "dnc_rec", "corrected", 0, "tiny", 300, 150).net.dnc_recon == "memory"
 
 
 def test_table2_and_its_comparison_on_hand_made_runs(tmp_path):
-    zsct = pd.DataFrame([dict(n_oc=1, shots=1, variant="faithful", seed=s, observations=5_000_000, zsct_accuracy=a,
-                              support_accuracy=0.9, scale="paper") for s, a in enumerate([0.60, 0.64, 0.62])],
-                        columns=summary.ZSCT_COLUMNS)
+    zsct = pd.DataFrame([dict(experiment="zsct", model="r2d2_lstm", n_oc=1, shots=1, variant="faithful", seed=s,
+                              observations=5_000_000, zsct_accuracy=a, support_accuracy=0.9, scale="paper")
+                         for s, a in enumerate([0.60, 0.64, 0.62])], columns=summary.ZSCT_COLUMNS)
     render.table2(zsct, str(tmp_path / "t2"))
     assert "| faithful | 1 | 62.00 ± 2.00 | 62.23 ± 3.67 |" in (tmp_path / "t2.md").read_text()
     row, = [r for r in render.comparison_rows(probe_rows(), zsct) if r["result"] == "table2"]
     # ours [60, 64] against the paper's [58.56, 65.90]: overlap; 3 seeds are too few to be informative
     assert row["within"] and row["row"] == "O=1 S=1" and row["reproduced"] == pytest.approx(62.0)
     assert not row["informative"]
+
+
+def test_table4_and_its_comparison_on_hand_made_runs(tmp_path):
+    runs = [("table4", m, s, a) for m, accs in [("esbn", [0.88, 0.90]), ("lstm", [0.84, 0.86, 0.85])]
+            for s, a in enumerate(accs)] + [("zsct", "r2d2_lstm", 0, 0.5), ("fig6", "dnc", 0, 0.3)]
+    zsct = pd.DataFrame([dict(experiment=e, model=m, n_oc=1, shots=1, variant="faithful", seed=s,
+                              observations=10_000_000, zsct_accuracy=a, scale="paper") for e, m, s, a in runs],
+                        columns=summary.ZSCT_COLUMNS)
+    render.table4(zsct, str(tmp_path / "t4"))
+    md = (tmp_path / "t4.md").read_text()
+    # the paper's order (LSTM before ESBN); ours: mean and std (ddof 1) of the seeds by hand
+    assert md.index("| faithful | LSTM | 85.00 ± 1.00 | 86.00 ± 0.14 | 3 |") < md.index(
+        "| faithful | ESBN | 89.00 ± 1.41 | 89.35 ± 2.77 | 2 |") and "DCEM" not in md and "DNC" not in md
+    rows = {r["row"]: r for r in render.comparison_rows(probe_rows(), zsct) if r["result"] == "table4"}
+    assert set(rows) == {"LSTM", "ESBN"} and rows["ESBN"]["reproduced"] == pytest.approx(89.0)
+    assert rows["LSTM"]["within"]  # [84, 86] against [85.86, 86.14]

@@ -77,8 +77,9 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
     calm_runs = 2 * (13 * 4 * 10 - 2 * (2 + 3)) + 4 * 2 * 10
     assert training["calm_train"] == calm_runs == 1100
     assert training["s2b_train"] == 3 * 3 * 3  # Table 2: O x S x seeds, faithful
+    assert training["s2b_train_architecture"] == 3 + 3 + 2 + 5 + 5 + 2 + 2  # Table 4 and Figure 6's seeds per model
     assert sum(len(rules) for _, rules, _ in jobs) == sum(training.values()) == 10 + 76 + 10 * 100 * 2 + 5 * 50 \
-        + calm_runs + 27
+        + calm_runs + 27 + 22
     for group, rules, resources in jobs:
         assert all(profile["groups"][rule] == group for rule in rules)
         assert resources and all(re.search(r"\bgpu=1\b", r) and "slurm_partition=gpu" in r and "slurm_account=acct" in r
@@ -103,6 +104,8 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
      ["arith.sweeps.long_iterations[0].input_sizes", "[7]", "arith.sweeps.input_size"]),
     (lambda c: c["wade"].update(human_sessions=["nothere.parquet"]), ["wade.human_sessions", "nothere.parquet",
                                                                       "does not exist"]),
+    (lambda c: c["s2b"]["architectures"]["seeds"].update(table4={"lstm": 2, "gru": 2}),
+     ["s2b.architectures.seeds.table4", "'gru'"]),
 ])
 def test_bad_config_stops_with_a_message_naming_the_key(workdir, edit, words):
     write_config(workdir, edit)
@@ -195,16 +198,22 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
     assert not calm_comparison[calm_comparison["result"] != "table2_model_sizes"]["informative"].any()
     assert "## calm:" in summary
     assert len(list((results / "calm/curves").rglob("*.parquet"))) == 2 * 3 * 2  # datasets x models x seeds
-    # S2B (agent-free so far): Table 3 equals the paper's; the PS column and Appendix D.2 compared.
-    for name in ("table1_marl", "table2_zsct", "table3_posdis_examples", "tableD2_disentanglement"):
+    # S2B: Table 3 equals the paper's; the PS column, Appendix D.2, Tables 2 and 4 compared.
+    for name in ("table1_marl", "table2_zsct", "table3_posdis_examples", "table4_architectures",
+                 "tableD2_disentanglement"):
         for ext in ("md", "csv", "tex"):
             assert (results / f"s2b/tables/{name}.{ext}").stat().st_size > 0
-    for name in ("figure3_scs_episode", "figure4_posdis_messages"):
+    for name in ("figure3_scs_episode", "figure4_posdis_messages", "figure6_architectures"):
         assert (results / f"s2b/figures/{name}.png").stat().st_size > 0
     assert pd.read_csv(results / "s2b/tables/table3_posdis_examples.csv")["equal"].all()
     s2b_comparison = pd.read_csv(results / "s2b/comparison.csv")
-    assert set(s2b_comparison["result"]) == {"table1", "table2", "tableD2"} and "## s2b:" in summary
+    assert set(s2b_comparison["result"]) == {"table1", "table2", "table4", "tableD2"} and "## s2b:" in summary
     assert "| faithful | 1 |" in (results / "s2b/tables/table2_zsct.md").read_text()
+    assert "| faithful | LSTM |" in (results / "s2b/tables/table4_architectures.md").read_text()
+    zsct = pd.read_parquet(results / "s2b/metrics/zsct.parquet")
+    assert sorted(zsct.groupby(["experiment", "model"]).size().items()) == [
+        (("fig6", "lstm_rec"), 2), (("table4", "lstm"), 2), (("zsct", "r2d2_lstm"), 2)]
+    assert zsct.loc[zsct["model"] == "lstm_rec", "rec_stimulus_accuracy"].notna().all()
     # Curves: one file per seed, readable, with provenance, hive-readable as one dataset.
     wade_curves = list((results / "wade/curves").rglob("*.parquet"))
     assert len(wade_curves) == 2 * 2 * (2 + 1 + 4) + 2 * 2  # tasks x seeds x (2 rules, ESN, 4 trained) + IMDB

@@ -1,6 +1,7 @@
 # s2b: Denamganaï, Missaoui & Walker (2023), "Meta-Referential Games to Learn Compositional Learning Behaviours".
 # speaker (the posdis speaker over episodes) and disentanglement (SCS stimuli) -> aggregate -> Table 1's PS column,
-# Appendix D.2; train (R2D2 listener, one run per O, S, variant, seed) -> aggregate_zsct -> Table 2; -> compare.
+# Appendix D.2; train (R2D2 listener, one run per O, S, variant, seed) and train_architecture (one per model, variant,
+# seed) -> aggregate_zsct -> Tables 2, 4; train_architecture (fig6) -> Figure 6; -> compare.
 # Table 3 and Figures 3, 4 from the speaker and one episode. Runs, paths and input functions: src/reprobench/s2b/grid.py.
 # Config: the `s2b` section, validated against workflow/schemas/s2b.schema.yaml.
 
@@ -17,10 +18,12 @@ localrules:
     s2b_aggregate_zsct,
     s2b_table1,
     s2b_table2,
+    s2b_table4,
     s2b_table3,
     s2b_tableD2,
     s2b_figure3,
     s2b_figure4,
+    s2b_figure6,
     s2b_compare,
 
 
@@ -81,7 +84,7 @@ rule s2b_train:
     resources:
         gpu=1,
     params:
-        preset=config["s2b"]["zsct"]["preset"],
+        sizes=config["s2b"]["zsct"]["sizes"],
         observations=config["s2b"]["zsct"]["observations"],
         eval_every=config["s2b"]["zsct"]["eval_every"],
         device=config["device"],
@@ -89,16 +92,49 @@ rule s2b_train:
         checkpoint=s2b.ZSCT_CHECKPOINT,
         checkpoint_minutes=config["s2b"]["zsct"]["checkpoint_minutes"],
     shell:
-        "python -m reprobench s2b train --n-oc {wildcards.o:q} --shots {wildcards.s:q} --variant {wildcards.variant:q} "
-        "--seed {wildcards.seed:q} --preset {params.preset:q} --observations {params.observations:q} "
-        "--eval-every {params.eval_every:q} --device {params.device:q} --threads {threads} --scale {params.scale:q} "
-        "--checkpoint {params.checkpoint:q} --checkpoint-minutes {params.checkpoint_minutes:q} "
-        "--out {output:q} 2> {log:q}"
+        "python -m reprobench s2b train --experiment zsct --n-oc {wildcards.o:q} --shots {wildcards.s:q} "
+        "--variant {wildcards.variant:q} --seed {wildcards.seed:q} --sizes {params.sizes:q} "
+        "--observations {params.observations:q} --eval-every {params.eval_every:q} --device {params.device:q} "
+        "--threads {threads} --scale {params.scale:q} --checkpoint {params.checkpoint:q} "
+        "--checkpoint-minutes {params.checkpoint_minutes:q} --out {output:q} 2> {log:q}"
+
+
+# Table 4 and Figure 6: the same trainer with another preset (reprobench.s2b.grid.ARCHITECTURES).
+rule s2b_train_architecture:
+    output:
+        s2b.ARCH_CURVE,
+    log:
+        s2b.ARCH_LOG,
+    benchmark:
+        s2b.ARCH_TIMING
+    wildcard_constraints:
+        **S2B.wildcards(),
+    group:
+        "s2b_train"
+    conda:
+        ENV
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        sizes=config["s2b"]["architectures"]["sizes"],
+        observations=lambda w: config["s2b"]["architectures"]["observations"][w.experiment],
+        eval_every=lambda w: config["s2b"]["architectures"]["eval_every"][w.experiment],
+        device=config["device"],
+        scale=config["scale"],
+        checkpoint=s2b.ARCH_CHECKPOINT,
+        checkpoint_minutes=config["s2b"]["architectures"]["checkpoint_minutes"],
+    shell:
+        "python -m reprobench s2b train --experiment {wildcards.experiment:q} --model {wildcards.model:q} "
+        "--variant {wildcards.variant:q} --seed {wildcards.seed:q} --sizes {params.sizes:q} "
+        "--observations {params.observations:q} --eval-every {params.eval_every:q} --device {params.device:q} "
+        "--threads {threads} --scale {params.scale:q} --checkpoint {params.checkpoint:q} "
+        "--checkpoint-minutes {params.checkpoint_minutes:q} --out {output:q} 2> {log:q}"
 
 
 rule s2b_aggregate_zsct:
     input:
-        S2B.zsct_curves(),
+        S2B.training_curves(),
     output:
         s2b.ZSCT,
     log:
@@ -122,6 +158,36 @@ rule s2b_table2:
         caption=s2b.TABLES["table2"].caption,
     shell:
         "python -m reprobench s2b table2 --zsct {input.zsct:q} --out {output:q} 2> {log:q}"
+
+
+rule s2b_table4:
+    input:
+        zsct=s2b.ZSCT,
+    output:
+        **reported("s2b", s2b.TABLES["table4"]),
+    log:
+        s2b.TABLES["table4"].log,
+    conda:
+        ENV
+    params:
+        caption=s2b.TABLES["table4"].caption,
+    shell:
+        "python -m reprobench s2b table4 --zsct {input.zsct:q} --out {output:q} 2> {log:q}"
+
+
+rule s2b_figure6:
+    input:
+        S2B.architecture_curves("fig6"),
+    output:
+        **reported("s2b", s2b.FIGURES["figure6"]),
+    log:
+        s2b.FIGURES["figure6"].log,
+    conda:
+        ENV
+    params:
+        caption=s2b.FIGURES["figure6"].caption,
+    shell:
+        "python -m reprobench s2b figure6 --curves {input:q} --out {output:q} 2> {log:q}"
 
 
 rule s2b_aggregate:

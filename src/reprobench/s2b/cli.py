@@ -8,7 +8,7 @@ from reprobench.core.cli import add_output, add_training_options, output_stem
 
 def register(sub) -> None:
     from reprobench.s2b import PAPER
-    from reprobench.s2b.grid import FIGURES, TABLES
+    from reprobench.s2b.grid import ARCHITECTURES, FIGURES, SIZES, TABLES
 
     p = sub.add_parser("s2b", help=f"{PAPER.title} ({PAPER.citation})")
     s = p.add_subparsers(dest="stage", required=True)
@@ -29,12 +29,14 @@ def register(sub) -> None:
     t.add_argument("--out", required=True)
     t.set_defaults(func=cmd_disentanglement)
 
-    t = s.add_parser("train", help="one R2D2 run of Table 2 (the listener with the posdis speaker)")
-    t.add_argument("--n-oc", type=int, required=True)
-    t.add_argument("--shots", type=int, required=True)
+    t = s.add_parser("train", help="one R2D2 run: Table 2 (--n-oc, --shots) or Table 4 / Figure 6 (--model)")
+    t.add_argument("--experiment", required=True, choices=["zsct", *ARCHITECTURES])
+    t.add_argument("--n-oc", type=int, help="Table 2: object-centric samples O")
+    t.add_argument("--shots", type=int, help="Table 2: shots S")
+    t.add_argument("--model", help="Table 4 / Figure 6: a model of reprobench.s2b.grid.ARCHITECTURES")
     t.add_argument("--variant", required=True, choices=["faithful", "corrected"])
     t.add_argument("--seed", type=int, required=True)
-    t.add_argument("--preset", required=True, choices=["tiny", "table2"])
+    t.add_argument("--sizes", required=True, choices=SIZES)
     t.add_argument("--observations", type=int, required=True, help="the budget: observations summed over actors")
     t.add_argument("--eval-every", type=int, required=True)
     add_training_options(t, checkpoint=True)
@@ -46,10 +48,15 @@ def register(sub) -> None:
     t.add_argument("--out", required=True)
     t.set_defaults(func=cmd_aggregate_zsct)
 
-    t = s.add_parser("table2", help=f"{TABLES['table2'].title}: {TABLES['table2'].stem}.*")
-    t.add_argument("--zsct", required=True)
-    add_output(t, "table")
-    t.set_defaults(func=cmd_table2)
+    for name in ("table2", "table4"):
+        t = s.add_parser(name, help=f"{TABLES[name].title}: {TABLES[name].stem}.*")
+        t.add_argument("--zsct", required=True)
+        add_output(t, "table")
+        t.set_defaults(func=cmd_zsct_table, product=name)
+    t = s.add_parser("figure6", help=f"{FIGURES['figure6'].title}: {FIGURES['figure6'].stem}.*")
+    t.add_argument("--curves", nargs="+", required=True)
+    add_output(t, "figure")
+    t.set_defaults(func=cmd_figure6)
 
     t = s.add_parser("aggregate", help="per-seed means of every probe")
     t.add_argument("--curves", nargs="+", required=True)
@@ -91,11 +98,26 @@ def cmd_disentanglement(args) -> None:
 
 def cmd_train(args) -> None:
     from reprobench.core.device import choose_device
+    from reprobench.core.errors import ConfigError
     from reprobench.s2b import runs
+    from reprobench.s2b.grid import ARCHITECTURES
 
+    if args.experiment == "zsct":
+        if args.n_oc is None or args.shots is None:
+            raise ConfigError("--n-oc/--shots", "the zsct experiment needs both")
+        config = runs.zsct_config(args.n_oc, args.shots, args.variant, args.seed, args.sizes, args.observations,
+                                  args.eval_every)
+        model, setting = f"r2d2_{config.net.core}", {"n_oc": args.n_oc, "shots": args.shots}
+    else:
+        known = ARCHITECTURES[args.experiment]
+        if args.model not in known:
+            raise ConfigError("--model", f"{args.model!r} is not a {args.experiment} model; known: {sorted(known)}")
+        config = runs.architecture_config(args.experiment, args.model, args.variant, args.seed, args.sizes,
+                                          args.observations, args.eval_every)
+        model, setting = args.model, {"model": args.model}
     device = choose_device(args.device, args.threads)
-    runs.zsct_run(args.n_oc, args.shots, args.variant, args.seed, args.preset, args.observations, args.eval_every,
-                  args.out, args.scale, str(device), args.checkpoint)
+    runs.train_run(config, args.experiment, model, setting, args.variant, args.sizes, args.out, args.scale,
+                   str(device), args.checkpoint)
 
 
 def cmd_aggregate_zsct(args) -> None:
@@ -104,10 +126,17 @@ def cmd_aggregate_zsct(args) -> None:
     summary.aggregate_zsct(args.curves, args.out)
 
 
-def cmd_table2(args) -> None:
+def cmd_zsct_table(args) -> None:
     from reprobench.s2b import render, summary
 
-    render.table2(summary.read_zsct(args.zsct), output_stem(args.out, (".md", ".csv", ".tex")))
+    draw = {"table2": render.table2, "table4": render.table4}[args.product]
+    draw(summary.read_zsct(args.zsct), output_stem(args.out, (".md", ".csv", ".tex")))
+
+
+def cmd_figure6(args) -> None:
+    from reprobench.s2b import render
+
+    render.figure6(args.curves, output_stem(args.out, (".png", ".pdf")))
 
 
 def cmd_aggregate(args) -> None:

@@ -2,8 +2,9 @@
 
 The parts that need no agent: the posdis speaker's compositionality over many episodes (Table 1's PS column), the
 disentanglement of SCS stimuli (Appendix D.2), the speaker's utterances (Table 3) and one meta-RG's stimuli and
-messages (Figures 3, 4). Trained: Table 2, the R2D2 listener with the posdis speaker, one run per (O, S, variant,
-seed). Still to come (issue 12): Table 1's learned columns, Table 4, Figures 5, 6.
+messages (Figures 3, 4). Trained, R2D2 listeners with the posdis speaker: Table 2, one run per (O, S, variant, seed);
+Table 4 and Figure 6, one run per (model, variant, seed) of ARCHITECTURES. Still to come (issue 12): Table 1's
+learned columns, Figure 5.
 """
 
 from __future__ import annotations
@@ -23,11 +24,24 @@ ZSCT_CURVE = f"{ROOT}/curves/experiment=zsct/{ZSCT_RUN}.parquet"  # per evaluati
 ZSCT_CHECKPOINT = f"{ROOT}/checkpoints/experiment=zsct/{ZSCT_RUN}.pt"
 ZSCT_LOG = f"{LOGS}/train/experiment=zsct/{ZSCT_RUN}.log"
 ZSCT_TIMING = f"{TIMINGS}/train/experiment=zsct/{ZSCT_RUN}.tsv"
-ZSCT = f"{ROOT}/metrics/zsct.parquet"  # one row per run: the last evaluation's accuracies
+ARCH_RUN = "experiment={experiment}/model={model}/variant={variant}/seed={seed}"
+ARCH_CURVE = f"{ROOT}/curves/{ARCH_RUN}.parquet"  # Table 4 and Figure 6 runs, as ZSCT_CURVE
+ARCH_CHECKPOINT = f"{ROOT}/checkpoints/{ARCH_RUN}.pt"
+ARCH_LOG = f"{LOGS}/train/{ARCH_RUN}.log"
+ARCH_TIMING = f"{TIMINGS}/train/{ARCH_RUN}.tsv"
+ZSCT = f"{ROOT}/metrics/zsct.parquet"  # one row per trained run (every experiment): the last evaluation's accuracies
 ZSCT_AGGREGATE_LOG = f"{LOGS}/metrics/zsct.log"
 PROBES = f"{ROOT}/metrics/probes.parquet"  # one row per (experiment, seed, setting, metric): mean over episodes
 AGGREGATE_LOG = f"{LOGS}/metrics/aggregate.log"
 COMPARISON, COMPARISON_LOG = f"{ROOT}/comparison.csv", f"{LOGS}/comparison.log"
+
+# experiment -> model -> (train.PRESETS name, auxiliary reconstruction on): specs/s2b.md sections 2.11, 4.2-4.4
+ARCHITECTURES = {
+    "table4": {"lstm": ("table4_lstm", True), "esbn": ("table4_esbn", True), "dcem": ("table4_dcem", True)},
+    "fig6": {"lstm": ("fig6_lstm", False), "dnc": ("fig6_dnc", False), "lstm_rec": ("fig6_lstm", True),
+             "dnc_rec": ("fig6_dnc", True)},
+}
+SIZES = ("tiny", "reference")  # tiny: train.small (test-sized networks and replay, 4 actors); reference: the preset
 
 TABLE_FORMATS, FIGURE_FORMATS = (".md", ".csv", ".tex"), (".png", ".pdf")
 _PAPER = "Denamganaï, Missaoui & Walker (2023)"
@@ -41,6 +55,10 @@ TABLES = {
                       "of object-centric samples O and shots S, greedy test-only evaluation, mean ± std over seeds."),
     "table3": Product("Table 3", f"{ROOT}/tables/table3_posdis_examples", TABLE_FORMATS,
                       f"Table 3 of {_PAPER}: latent stimuli and the posdis speaker's utterances (token 0 is EoS)."),
+    "table4": Product("Table 4", f"{ROOT}/tables/table4_architectures", TABLE_FORMATS,
+                      f"Table 4 of {_PAPER}: ZSCT accuracy (%) of R2D2 listeners with the Archi LSTM, ESBN and DCEM "
+                      "cores and the posdis speaker (S = 1, O = 1, V in [2, 3]), greedy test-only evaluation, mean ± "
+                      "std over seeds."),
     "tableD2": Product("Appendix D.2", f"{ROOT}/tables/tableD2_disentanglement", TABLE_FORMATS,
                        f"Appendix D.2 of {_PAPER}: FactorVAE score, MIG and Modularity (%) of SCS stimuli, N_dim = 3, "
                        "d(j) = 5, under disentanglement_lib's and ReferentialGym's sampling, next to the paper's."),
@@ -52,6 +70,10 @@ FIGURES = {
     "figure4": Product("Figure 4", f"{ROOT}/figures/figure4_posdis_messages", FIGURE_FORMATS,
                        f"Figure 4 of {_PAPER}: the posdis speaker's messages over the episode of Figure 3 (top) and "
                        "OHE vs SCS representations of example stimuli of two symbolic spaces (bottom)."),
+    "figure6": Product("Figure 6", f"{ROOT}/figures/figure6_architectures", FIGURE_FORMATS,
+                       f"Figure 6 of {_PAPER}: (a) 4-way (3 distractors) ZSCT accuracy over observations of the LSTM "
+                       "and DNC listeners with and without the auxiliary reconstruction loss; (b) their stimulus "
+                       "reconstruction accuracy (threshold 0.02 as run). Mean and min-max band over seeds."),
 }
 
 
@@ -67,6 +89,11 @@ class Grid:
         for key in ("n_oc", "shots"):
             if any(v < 1 for v in self.cfg["zsct"][key]):
                 raise ConfigError(f"s2b.zsct.{key}", f"every value must be at least 1, got {self.cfg['zsct'][key]}")
+        for experiment, models in self.cfg["architectures"]["seeds"].items():
+            unknown = sorted(set(models) - set(ARCHITECTURES[experiment]))
+            if unknown:
+                raise ConfigError(f"s2b.architectures.seeds.{experiment}", f"unknown model(s) {unknown}; known: "
+                                  f"{sorted(ARCHITECTURES[experiment])}")
         if any(o < 1 for o in d["n_oc"]):
             raise ConfigError("s2b.disentanglement.n_oc", f"every O must be at least 1, got {d['n_oc']}")
         if self.cfg["speaker"]["v_min"] > self.cfg["speaker"]["v_max"]:
@@ -74,7 +101,7 @@ class Grid:
                               f"({self.cfg['speaker']['v_max']})")
 
     def expected_curves(self) -> list[str]:
-        return self.speaker_curves() + self.disentanglement_curves() + self.zsct_curves()
+        return self.speaker_curves() + self.disentanglement_curves() + self.training_curves()
 
     def targets(self) -> Targets:
         return Targets(tables=list(TABLES.values()), figures=list(FIGURES.values()), comparisons=[COMPARISON])
@@ -91,5 +118,16 @@ class Grid:
         return [ZSCT_CURVE.format(o=o, s=s, variant=v, seed=seed) for o in z["n_oc"] for s in z["shots"]
                 for v in z["variants"] for seed in range(z["seeds"])]
 
+    def architecture_curves(self, experiment: str) -> list[str]:
+        a = self.cfg["architectures"]
+        return [ARCH_CURVE.format(experiment=experiment, model=m, variant=v, seed=seed)
+                for m, n in a["seeds"].get(experiment, {}).items() for v in a["variants"] for seed in range(n)]
+
+    def training_curves(self) -> list[str]:
+        """Every R2D2 run: Table 2's, then Table 4's and Figure 6's."""
+        return self.zsct_curves() + [c for e in ARCHITECTURES for c in self.architecture_curves(e)]
+
     def wildcards(self) -> dict[str, str]:
-        return {"seed": "[0-9]+", "o": "[0-9]+", "s": "[0-9]+", "variant": "faithful|corrected"}
+        models = sorted({m for e in ARCHITECTURES.values() for m in e}, key=len, reverse=True)
+        return {"seed": "[0-9]+", "o": "[0-9]+", "s": "[0-9]+", "variant": "faithful|corrected",
+                "experiment": "|".join(ARCHITECTURES), "model": "|".join(models)}

@@ -62,8 +62,8 @@ def table1(probes_frame: pd.DataFrame, stem: str) -> list[str]:
     return tables.write_all(stem, header, rows, rows, pd.DataFrame(data), note=note)
 
 
-def _zsct_stats(zsct: pd.DataFrame) -> pd.DataFrame:
-    g = zsct.groupby(["variant", "n_oc", "shots"])["zsct_accuracy"]
+def _zsct_stats(zsct: pd.DataFrame, experiment: str = "zsct", by=("variant", "n_oc", "shots")) -> pd.DataFrame:
+    g = zsct[zsct["experiment"] == experiment].groupby(list(by))["zsct_accuracy"]
     return pd.DataFrame({"mean": 100 * g.mean(), "std": 100 * g.std(ddof=1), "n_seeds": g.size()}).reset_index()
 
 
@@ -79,11 +79,70 @@ def table2(zsct: pd.DataFrame, stem: str) -> list[str]:
         rows.append([variant, str(o), *(ours.get(s, "—") for s in shots), *(paper[s] for s in shots)])
         data += [{"variant": variant, "O": int(o), "S": int(r.shots), "mean": r.mean, "std": r.std,
                   "n_seeds": int(r.n_seeds)} for r in g.itertuples()]
+    zsct = zsct[zsct["experiment"] == "zsct"]
     budget = int(zsct["observations"].max()) if len(zsct) else 0
     note = (f"Scale: {curves.scale_label(zsct) if len(zsct) else '—'}; {budget:,} observations per run (paper: 5M, "
             "32 actors); the last greedy evaluation's query-phase accuracy (chance 50%). "
             "Ours is an R2D2 listener with the posdis speaker (reprobench.s2b.train).")
     return tables.write_all(stem, header, rows, rows, pd.DataFrame(data), note=note)
+
+
+TABLE4_MODELS = {"lstm": "LSTM", "esbn": "ESBN", "dcem": "DCEM"}  # ours -> the paper's row
+
+
+def table4(zsct: pd.DataFrame, stem: str) -> list[str]:
+    """One row per (variant, core): ours mean ± std over seeds, the paper's next to it."""
+    stats = _zsct_stats(zsct, "table4", ("variant", "model"))
+    order = {m: i for i, m in enumerate(TABLE4_MODELS)}  # the paper's column order, then any other model
+    stats = stats.sort_values(["variant", "model"], key=lambda c: c.map(order).fillna(len(order)) if c.name == "model"
+                              else c, kind="stable")
+    header = ["Variant", "Core", "ZSCT (ours)", "ZSCT (paper)", "Seeds"]
+    rows, data = [], []
+    for r in stats.itertuples():
+        paper = TABLE4_MODELS.get(r.model, r.model)
+        rows.append([r.variant, paper, _fmt(r.mean, r.std), _paper_cell("table4", paper), str(r.n_seeds)])
+        data.append({"variant": r.variant, "model": r.model, "mean": r.mean, "std": r.std,
+                     "n_seeds": int(r.n_seeds), "published": _paper("table4", "acc_zsct", paper)})
+    runs = zsct[zsct["experiment"] == "table4"]
+    budget = int(runs["observations"].max()) if len(runs) else 0
+    note = (f"Scale: {curves.scale_label(runs) if len(runs) else '—'}; {budget:,} observations per run (paper: 10M, "
+            "32 actors); the last greedy evaluation's query-phase accuracy (chance 50%). The Archi cores as run "
+            "(specs/s2b.md 4.3 B-D), N_dim = 3, V in [2, 3] (V = 4, A = 171), the reconstruction loss on "
+            "(adaptive period), Table 4's training cadence (reprobench.s2b.train).")
+    return tables.write_all(stem, header, rows, rows, pd.DataFrame(data), note=note)
+
+
+FIG6_MODELS = {"lstm": "LSTM", "dnc": "DNC", "lstm_rec": "LSTM+Rec", "dnc_rec": "DNC+Rec"}
+
+
+def figure6(paths: list[str], stem: str) -> list[str]:
+    """(a) ZSCT accuracy and (b) stimulus reconstruction accuracy over observations, per model: the mean over seeds
+    and the min-max band, one line per (model, variant)."""
+    import matplotlib.pyplot as plt
+
+    runs: dict[tuple[str, str], list[pd.DataFrame]] = {}
+    for path in paths:
+        frame, record = curves.read_curve(path)
+        runs.setdefault((record["model"], record["variant"]), []).append(curves.wide(frame))
+    with plotting.style():
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+        for k, ((model, variant), frames) in enumerate(sorted(runs.items())):
+            label = FIG6_MODELS.get(model, model) + ("" if variant == "faithful" else f" ({variant})")
+            color = plotting.COLORS[k % len(plotting.COLORS)]
+            for ax, key in zip(axes, ("zsct_accuracy", "rec_stimulus_accuracy")):
+                if not all(key in f for f in frames):
+                    continue
+                x = frames[0]["observations"].to_numpy()
+                n = min(len(f) for f in frames)
+                y = 100 * np.stack([f[key].to_numpy()[:n] for f in frames])
+                ax.plot(x[:n], np.nanmean(y, axis=0), color=color, label=f"{label} (n = {len(frames)})")
+                ax.fill_between(x[:n], np.nanmin(y, axis=0), np.nanmax(y, axis=0), color=color, alpha=0.2)
+        axes[0].axhline(25, color="grey", lw=0.8, ls=":", label="chance (4-way)")
+        axes[0].set(title="(a) ZSCT accuracy", xlabel="observations", ylabel="accuracy (%)")
+        axes[1].set(title="(b) stimulus reconstruction accuracy", xlabel="observations", ylabel="accuracy (%)")
+        for ax in axes:
+            ax.legend(fontsize=7)
+        return plotting.save(fig, stem)
 
 
 def _paper_cell(table: str, setting: str) -> str:
@@ -214,8 +273,21 @@ def comparison_rows(probes_frame: pd.DataFrame, zsct: pd.DataFrame | None = None
             rows.append(compare.row(
                 benchmark="s2b", result="table2", row=f"O={r.n_oc} S={r.shots}", metric="acc_zsct",
                 published=Interval.mean_std(float(p["mean"].iloc[0]), float(p["std"].iloc[0])),
-                reproduced=Interval.mean_std(r.mean, r.std), n_runs=int(r.n_seeds), scale=curves.scale_label(zsct),
+                reproduced=Interval.mean_std(r.mean, r.std), n_runs=int(r.n_seeds),
+                scale=curves.scale_label(zsct[zsct["experiment"] == "zsct"]),
                 variant=r.variant, spread="mean ± std ranges"))
+        for r in _zsct_stats(zsct, "table4", ("variant", "model")).itertuples():
+            paper = TABLE4_MODELS.get(r.model)
+            p = pub[(pub["table"] == "table4") & (pub["setting"] == paper)]
+            if not len(p):
+                continue
+            rows.append(compare.row(
+                benchmark="s2b", result="table4", row=paper, metric="acc_zsct",
+                published=Interval.mean_std(float(p["mean"].iloc[0]), float(p["std"].iloc[0])),
+                reproduced=Interval.mean_std(r.mean, r.std), n_runs=int(r.n_seeds),
+                scale=curves.scale_label(zsct[zsct["experiment"] == "table4"]), variant=r.variant,
+                spread="mean ± std ranges",
+                deviation=compare.deviation(published.DEVIATIONS, "table4", paper, "acc_zsct", r.variant)))
     scale = curves.scale_label(probes_frame) if len(probes_frame) else ""
     speaker = probes_frame[probes_frame["experiment"] == "speaker"]
     for metric in ("topsim", "posdis", "bosdis"):

@@ -1,6 +1,6 @@
 """The S2B jobs, each writing a curve file: the posdis speaker's metrics per episode and the disentanglement of SCS
-stimuli per (O, sampling protocol) (reprobench.s2b.probes); and one R2D2 training run of Table 2 (reprobench.s2b.train)
-with an evaluation record per eval_every observations."""
+stimuli per (O, sampling protocol) (reprobench.s2b.probes); and one R2D2 training run (reprobench.s2b.train) of
+Table 2, Table 4 or Figure 6 with an evaluation record per eval_every observations."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from reprobench.core import curves
 from reprobench.core.progress import Progress
 from reprobench.core.provenance import Timer
 from reprobench.s2b import PAPER, probes
+from reprobench.s2b.grid import ARCHITECTURES, SIZES
 
 SPEAKER_SETTING = {"n_dims": 3, "v_min": 2, "v_max": 5, "n_oc": 4, "max_len": 4, "n_points": 256, "batch_size": 32}
 
@@ -47,40 +48,61 @@ def disentanglement_run(seed: int, n_oc: list[int], out: str, scale: str) -> Non
     curves.write_curve(curves.series_rows(seed, series), out, record)
 
 
-def zsct_config(n_oc: int, shots: int, variant: str, seed: int, preset: str, budget: int, eval_every: int):
+def zsct_config(n_oc: int, shots: int, variant: str, seed: int, sizes: str, budget: int, eval_every: int):
     """Table 2's run: the posdis speaker, descriptive K = 0, feedback, component-focused S-shot sampling, O
-    object-centric samples; `preset` 'tiny' (test-sized networks and replay) or 'table2' (the reference's)."""
+    object-centric samples."""
+    from reprobench.s2b import train
+
+    shot = f"component-focused-{shots}shot{'s' if shots > 1 else ''}"
+    config = train.preset("table2", nbr_object_centric_samples=n_oc, sampling_strategy=shot)
+    return _sized(config, variant, seed, sizes, budget, eval_every)
+
+
+def architecture_config(experiment: str, model: str, variant: str, seed: int, sizes: str, budget: int,
+                        eval_every: int):
+    """A Table 4 or Figure 6 run: grid.ARCHITECTURES[experiment][model] names the preset and whether the auxiliary
+    reconstruction is on."""
     import dataclasses
 
     from reprobench.s2b import train
 
-    shot = f"component-focused-{shots}shot{'s' if shots > 1 else ''}"
-    env = {"nbr_object_centric_samples": n_oc, "sampling_strategy": shot}
-    if preset == "tiny":
-        config = train.TrainConfig(env={**train.TABLE2_ENV, **env})
-    else:
-        config = train.preset(preset, **env)
+    name, recon = ARCHITECTURES[experiment][model]
+    config = train.preset(name)
+    if not recon:
+        config = dataclasses.replace(config, recon=dataclasses.replace(config.recon, enabled=False))
+    return _sized(config, variant, seed, sizes, budget, eval_every)
+
+
+def _sized(config, variant: str, seed: int, sizes: str, budget: int, eval_every: int):
+    """`sizes` 'tiny' (train.small: test-sized networks and replay, 4 actors) or 'reference' (the preset's)."""
+    import dataclasses
+
+    from reprobench.s2b import train
+
+    if sizes not in SIZES:
+        raise ValueError(f"sizes must be one of {SIZES}, got {sizes!r}")
+    if sizes == "tiny":
+        config = train.small(config)
     config = dataclasses.replace(config, seed=seed, budget=budget, eval_every=min(eval_every, budget))
     return train.corrected(config) if variant == "corrected" else config
 
 
-def zsct_run(n_oc: int, shots: int, variant: str, seed: int, preset: str, budget: int, eval_every: int, out: str,
-             scale: str, device: str, checkpoint: str | None = None) -> None:
+def train_run(config, experiment: str, model: str, setting: dict, variant: str, sizes: str, out: str, scale: str,
+              device: str, checkpoint: str | None = None) -> None:
+    """Train `config` to its budget (resuming from `checkpoint`) and write its evaluations as one curve file."""
     import dataclasses
 
     from reprobench.core import checkpoint as checkpoints
     from reprobench.s2b import train
 
-    config = zsct_config(n_oc, shots, variant, seed, preset, budget, eval_every)
     with Timer() as timer:
         records = train.run(config, checkpoint=checkpoint, device=device, progress=True)
     keys = sorted({k for r in records for k, v in r.items() if isinstance(v, int | float)})
     series = [("eval", k, [float(r.get(k, float("nan"))) for r in records]) for k in keys]
-    setting = {"n_oc": n_oc, "shots": shots, "env": dict(config.env)}
-    record = curves.provenance(paper=PAPER.id, experiment="zsct", model=f"r2d2_{config.net.core}", seed=seed,
-                               scale=scale, variant=variant, setting=setting,
-                               config={"preset": preset, **{k: v for k, v in dataclasses.asdict(config).items()
-                                                            if k != "env"}},
+    record = curves.provenance(paper=PAPER.id, experiment=experiment, model=model, seed=config.seed, scale=scale,
+                               variant=variant, setting={**setting, "core": config.net.core, "env": dict(config.env)},
+                               config={"sizes": sizes, **{k: v for k, v in dataclasses.asdict(config).items()
+                                                          if k != "env"}},
                                device=device, **timer.fields())
-    curves.write_curve(curves.series_rows(seed, series), out, record)
+    curves.write_curve(curves.series_rows(config.seed, series), out, record)
     checkpoints.remove(checkpoint)

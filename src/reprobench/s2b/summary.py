@@ -32,25 +32,34 @@ def read_probes(path) -> pd.DataFrame:
     return curves.read_frame(path, COLUMNS)[0]
 
 
-ZSCT_COLUMNS = ["n_oc", "shots", "variant", "seed", "observations", "zsct_accuracy", "support_accuracy", "scale"]
+ZSCT_COLUMNS = ["experiment", "model", "n_oc", "shots", "variant", "seed", "observations", "zsct_accuracy",
+                "support_accuracy", "rec_stimulus_accuracy", "scale"]
+
+
+def _shots(strategy: str | None) -> int:
+    """S of 'component-focused-<S>shot(s)'; 0 without a sampling strategy (Figure 6: every support combination)."""
+    return 0 if strategy is None else int(strategy.rsplit("-", 1)[1].split("shot")[0])
 
 
 def aggregate_zsct(paths: list[str], out: str) -> pd.DataFrame:
-    """One row per Table 2 run: its last evaluation (greedy, test-only)."""
+    """One row per trained run (Table 2, Table 4, Figure 6): its last evaluation (greedy, test-only)."""
     rows, scales = [], set()
     for path in paths:
         frame, record = curves.read_curve(path)
         w = curves.wide(frame)
         last = w.iloc[-1]
         support = [c for c in w.columns if c.startswith("accuracy/train")]
-        rows.append({"n_oc": int(record["setting"]["n_oc"]), "shots": int(record["setting"]["shots"]),
+        env = record["setting"]["env"]
+        rows.append({"experiment": record["experiment"], "model": record["model"],
+                     "n_oc": int(env["nbr_object_centric_samples"]), "shots": _shots(env["sampling_strategy"]),
                      "variant": record["variant"], "seed": int(record["seed"]),
                      "observations": int(last["observations"]), "zsct_accuracy": float(last["zsct_accuracy"]),
                      "support_accuracy": float(last[support].mean()) if support else float("nan"),
+                     "rec_stimulus_accuracy": float(last.get("rec_stimulus_accuracy", float("nan"))),
                      "scale": record["scale"]})
         scales.add(record["scale"])
-    runs = pd.DataFrame(rows, columns=ZSCT_COLUMNS).sort_values(["n_oc", "shots", "variant", "seed"], kind="stable")
-    runs = runs.reset_index(drop=True)
+    runs = pd.DataFrame(rows, columns=ZSCT_COLUMNS).sort_values(
+        ["experiment", "model", "n_oc", "shots", "variant", "seed"], kind="stable").reset_index(drop=True)
     curves.write_frame(runs, out, curves.summary_record(PAPER.id, "zsct", "aggregate", ",".join(sorted(scales)),
                                                         ",".join(sorted(set(runs["variant"]))), n_runs=len(runs)))
     return runs

@@ -167,6 +167,19 @@ def preset(name: str, **env_overrides) -> TrainConfig:
     return TrainConfig(**kwargs)
 
 
+def small(config: TrainConfig) -> TrainConfig:
+    """The test-sized version of a preset (the default scale): 4 actors, tiny_net widths, a replay of 4000 experiences
+    filled from 200, batches of 8 sequences, a 32-wide reconstruction head over the last 8 episodes, 4 greedy
+    evaluation episodes on 4 actors. Everything structural stays the preset's: the environment, the core, unroll,
+    burn-in, n-step, the target period, the training cadence, the reconstruction's signals and schedule.
+    small(preset("table2")) is TrainConfig() on Table 2's environment."""
+    net = tiny_net(config.net.core, fc_activation=config.net.fc_activation, dnc_recon=config.net.dnc_recon)
+    r2d2 = dataclasses.replace(config.r2d2, batch_size=8, replay_capacity=4000, min_capacity=200)
+    return dataclasses.replace(config, n_actors=4, net=net, r2d2=r2d2,
+                               recon=dataclasses.replace(config.recon, hidden=32, store=8), eval_actors=4,
+                               eval_episodes=4)
+
+
 def corrected(config: TrainConfig) -> TrainConfig:
     """The corrected variant of a configuration: masked double-Q argmax, the R2D2 paper's target period, and (for the
     DNC) reconstruction from the memory as the paper's text says. The FCBody non-linearity has no corrected value
