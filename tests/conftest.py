@@ -11,6 +11,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 PLUGINS = ROOT / "tests" / "plugins"  # user models named in test configs (e.g. calm's tiny_user_lm:TinyLM)
+sys.path.insert(0, str(PLUGINS))  # and importable by the tests that run them in-process
 
 
 def pytest_collection_modifyitems(items):
@@ -68,10 +69,11 @@ def tiny(config):
                           n_fragments=20, synthetic_chars=60000, synthetic_words=20000, top_words=100)
     config["s2b"]["speaker"].update(episodes=2)
     config["s2b"]["disentanglement"].update(n_oc=[1])
-    config["s2b"]["zsct"].update(n_oc=[1], shots=[1], observations=300, eval_every=150)
-    config["s2b"]["architectures"].update(seeds={"table4": {"lstm": 2}, "fig6": {"lstm_rec": 2}},
-                                          observations={"table4": 300, "fig6": 300},
-                                          eval_every={"table4": 150, "fig6": 150})
+    config["s2b"]["zsct"].update(models=["r2d2", "scripted_listener:PerfectListener"], n_oc=[1], shots=[1],
+                                 observations=300, eval_every=150)
+    config["s2b"]["experiments"].update(seeds={"table4": {"lstm": 2}, "fig5": {"ohe": 2}, "fig6": {"lstm_rec": 2}},
+                                        observations={"table4": 300, "fig5": 200, "fig6": 300},
+                                        eval_every={"table4": 150, "fig5": 100, "fig6": 150})
 
 
 @pytest.fixture(scope="session")

@@ -65,6 +65,6 @@ def test_a_user_learner_runs_the_online_protocol_into_a_curve(prepared, tmp_path
     assert record["config"]["user_class"] == f"{__name__}:ConstantLearner" and record["setting"]["synthetic"]
     assert w["loss"].to_numpy() == pytest.approx(float(torch.log(torch.tensor(float(vocab)))))
     assert w["switch"].sum() == 20 and w["fragment"].max() == 19
-    with pytest.raises(ConfigError, match="cannot import the user model 'nope.mod:X'"):
+    with pytest.raises(ConfigError, match="'calm.models': cannot import the user's class 'nope.mod:X'"):
         runs.train_run(str(corpora_json), "multilingual", 200, "nope.mod:X", "faithful", 0, 20, 20, 0.05, 0,
                        str(tmp_path / "x.parquet"), "test", "cpu")

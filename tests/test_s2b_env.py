@@ -283,6 +283,9 @@ def test_registration_make_and_gymnasium_check_env():
     recall = gymnasium.make(RECALL_ID, representation="ohe")
     assert isinstance(recall.unwrapped, RecallGame)
     check_env(recall.unwrapped, skip_render_check=True)
+    recalls = gymnasium.make_vec(RECALL_ID, num_envs=3, representation="ohe")
+    assert type(recalls.unwrapped).__name__ == "RecallGameVector" and recalls.num_envs == 3
+    assert recalls.reset(seed=0)[0] in recalls.observation_space
 
 
 @pytest.mark.parametrize("kwargs", [

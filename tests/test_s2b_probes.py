@@ -98,25 +98,37 @@ def test_small_keeps_the_structure_of_a_preset_and_is_the_tiny_default_for_table
 def test_architecture_runs_take_the_preset_and_the_reconstruction_switch():
     from reprobench.s2b import runs
 
-    t4 = runs.architecture_config("table4", "esbn", "faithful", 3, "reference", 10_000_000, 1_000_000)
+    t4 = runs.experiment_config("table4", "esbn", "faithful", 3, "reference", 10_000_000, 1_000_000)
     assert t4.net.core == "esbn" and t4.env["max_nbr_values_per_latent"] == 3 and t4.env["vocab_size"] == 4
     assert t4.recon.enabled and t4.r2d2.n_step == 7 and (t4.seed, t4.eval_every) == (3, 1_000_000)
-    plain, rec = (runs.architecture_config("fig6", m, "faithful", 0, "tiny", 300, 150) for m in ("dnc", "dnc_rec"))
+    plain, rec = (runs.experiment_config("fig6", m, "faithful", 0, "tiny", 300, 150) for m in ("dnc", "dnc_rec"))
     assert plain.net.core == rec.net.core == "dnc" and not plain.recon.enabled and rec.recon.enabled
     assert rec.recon.signals == ("stimulus",) and rec.env["nbr_distractors"] == 3 and not rec.env["descriptive"]
-    assert runs.architecture_config("fig6", "dnc_rec", "corrected", 0, "tiny", 300, 150).net.dnc_recon == "memory"
+    assert runs.experiment_config("fig6", "dnc_rec", "corrected", 0, "tiny", 300, 150).net.dnc_recon == "memory"
+    # Figure 5: the DNC (one controller layer, at both sizes) on the recall task; corrected: the recall env's too
+    for sizes, width in (("tiny", 16), ("reference", 128)):
+        recall = runs.experiment_config("fig5", "ohe", "faithful", 0, sizes, 500_000, 25_000)
+        assert recall.task == "recall" and recall.net.core == "dnc" and recall.net.dnc_controller == (width,)
+        assert recall.env["representation"] == "ohe" and not recall.recon.enabled and recall.actions == "decision"
+    assert recall.r2d2.unroll == 40 and recall.r2d2.burn_in == 0 and recall.r2d2.replay_capacity == 50_000
+    assert runs.experiment_config("fig5", "scs", "corrected", 0, "tiny", 300, 150).env["variant"] == "corrected"
 
 
 def test_table2_and_its_comparison_on_hand_made_runs(tmp_path):
-    zsct = pd.DataFrame([dict(experiment="zsct", model="r2d2_lstm", n_oc=1, shots=1, variant="faithful", seed=s,
+    runs = [("user_pkg.Agent", s, 1.0) for s in range(2)] + [("r2d2", s, a) for s, a in enumerate([0.60, 0.64, 0.62])]
+    zsct = pd.DataFrame([dict(experiment="zsct", model=m, n_oc=1, shots=1, variant="faithful", seed=s,
                               observations=5_000_000, zsct_accuracy=a, support_accuracy=0.9, scale="paper")
-                         for s, a in enumerate([0.60, 0.64, 0.62])], columns=summary.ZSCT_COLUMNS)
+                         for m, s, a in runs], columns=summary.ZSCT_COLUMNS)
     render.table2(zsct, str(tmp_path / "t2"))
-    assert "| faithful | 1 | 62.00 ± 2.00 | 62.23 ± 3.67 |" in (tmp_path / "t2.md").read_text()
-    row, = [r for r in render.comparison_rows(probe_rows(), zsct) if r["result"] == "table2"]
+    md = (tmp_path / "t2.md").read_text()
+    # R2D2 first (mean and ddof-1 std by hand), the user's agent after it, the paper's column on both
+    assert md.index("| R2D2 | faithful | 1 | 62.00 ± 2.00 | 62.23 ± 3.67 |") < md.index(
+        "| user_pkg.Agent | faithful | 1 | 100.00 ± 0.00 | 62.23 ± 3.67 |")
+    rows = {r["row"]: r for r in render.comparison_rows(probe_rows(), zsct) if r["result"] == "table2"}
+    row = rows["O=1 S=1"]
     # ours [60, 64] against the paper's [58.56, 65.90]: overlap; 3 seeds are too few to be informative
-    assert row["within"] and row["row"] == "O=1 S=1" and row["reproduced"] == pytest.approx(62.0)
-    assert not row["informative"]
+    assert row["within"] and row["reproduced"] == pytest.approx(62.0)
+    assert not row["informative"] and not rows["O=1 S=1 (user_pkg.Agent)"]["within"]
 
 
 def test_table4_and_its_comparison_on_hand_made_runs(tmp_path):

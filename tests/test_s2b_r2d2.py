@@ -382,6 +382,27 @@ def test_tiny_training_run_resumes_bitwise(tmp_path):
     assert repr(train.run(config, checkpoint=str(tmp_path / "full.pt"))) == repr(records)
 
 
+def test_recall_task_trains_and_resumes_bitwise():
+    # Figure 5's run: the DNC on the recall task through the same trainer (reprobench.s2b.tasks)
+    small = train.small(train.preset("recall_ohe"))
+    r2d2 = dataclasses.replace(small.r2d2, min_capacity=40)
+    config = dataclasses.replace(small, budget=160, eval_every=80, r2d2=r2d2)
+    straight = train.Trainer(config)
+    records = straight.train()
+    last = records[-1]
+    assert last["updates"] > 0 and math.isfinite(last["loss"]) and last["decisions/train1"] > 0
+    assert math.isnan(last["zsct_accuracy"]) and last["decisions/test"] == 0  # no query phase
+    # the mask: only the no-op at a stimulus step, only the V_max = 5 answers at a query step
+    np.testing.assert_array_equal(straight.layout.legal, [[0, 0, 0, 0, 0, 1], [1, 1, 1, 1, 1, 0]])
+    first = train.Trainer(config)
+    first.train(until=70)
+    resumed = train.Trainer(config)
+    resumed.load_state_dict(first.state_dict())
+    assert repr(resumed.train()) == repr(records)
+    a, b = straight.learner.net.state_dict(), resumed.learner.net.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_memory_core_trains_and_stores_its_memory():
     config = dataclasses.replace(_tiny_config(), net=cores.tiny_net("esbn"), actions="decision", budget=90,
                                  eval_every=90)

@@ -114,8 +114,8 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
     for rule in TRAINING_RULES:
         assert sum(job.startswith(f"{rule}:") for job in submitted) == stats.get(rule, 0), rule
     # arith 3 + 16, WADE 8 + IMDB 4, CALM 2 datasets x 3 models (PoE+PW 30, the Transformer, the user's) x 2 seeds,
-    # S2B's Table 2, Table 4 (LSTM) and Figure 6 (LSTM+Rec): 2 seeds each
-    assert sum(stats.get(rule, 0) for rule in TRAINING_RULES) == 3 + 16 + 8 + 4 + 12 + 2 + 4
+    # S2B's Table 2 (R2D2 and the scripted user agent), Table 4 (LSTM), Figure 5 (OHE), Figure 6 (LSTM+Rec): 2 seeds
+    assert sum(stats.get(rule, 0) for rule in TRAINING_RULES) == 3 + 16 + 8 + 4 + 12 + 4 + 6
     for call in calls:
         group = re.search(r"--comment rule_(arith_gpu|wade_gpu|calm_gpu|s2b_gpu)_", call["options"]).group(1)
         rules = {job.split(":")[0] for job in call["jobs"]}
@@ -134,9 +134,9 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
     assert set(job_ids) == set(slurm_logs)
     in_slurm = set(re.findall(r"results/[^\s,]+?\.parquet", "\n".join(slurm_logs.values())))
     curves = {str(p.relative_to(tmp_path)) for p in (tmp_path / "results").glob("*/curves/**/*.parquet")}
-    # arith jobs x seeds; WADE as in test_workflow; CALM one curve per job; S2B's 2 + 2 probes (local rules) and 2
-    # Table 2, 2 Table 4 and 2 Figure 6 runs
-    assert len(curves) == (3 + 16) * 2 + 2 * 2 * (2 + 1 + 4) + 2 * 2 + 12 + 4 + 2 + 4
+    # arith jobs x seeds; WADE as in test_workflow; CALM one curve per job; S2B's 2 + 2 probes (local rules) and 4
+    # Table 2, 2 Table 4, 2 Figure 5 and 2 Figure 6 runs
+    assert len(curves) == (3 + 16) * 2 + 2 * 2 * (2 + 1 + 4) + 2 * 2 + 12 + 4 + 4 + 6
     probes = ("results/s2b/curves/experiment=speaker/", "results/s2b/curves/experiment=disentanglement/")
     assert {c for c in curves if not c.startswith(probes)} <= in_slurm
     assert set(re.findall(r"^\s*rule (\w+):", "\n".join(slurm_logs.values()), re.M)) <= TRAINING_RULES

@@ -77,9 +77,10 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
     calm_runs = 2 * (13 * 4 * 10 - 2 * (2 + 3)) + 4 * 2 * 10
     assert training["calm_train"] == calm_runs == 1100
     assert training["s2b_train"] == 3 * 3 * 3  # Table 2: O x S x seeds, faithful
-    assert training["s2b_train_architecture"] == 3 + 3 + 2 + 5 + 5 + 2 + 2  # Table 4 and Figure 6's seeds per model
+    # Table 4, Figure 5 (recall: SCS and OHE, 10 seeds each) and Figure 6's seeds per model
+    assert training["s2b_train_experiment"] == 3 + 3 + 2 + 10 + 10 + 5 + 5 + 2 + 2
     assert sum(len(rules) for _, rules, _ in jobs) == sum(training.values()) == 10 + 76 + 10 * 100 * 2 + 5 * 50 \
-        + calm_runs + 27 + 22
+        + calm_runs + 27 + 42
     for group, rules, resources in jobs:
         assert all(profile["groups"][rule] == group for rule in rules)
         assert resources and all(re.search(r"\bgpu=1\b", r) and "slurm_partition=gpu" in r and "slurm_account=acct" in r
@@ -104,8 +105,8 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
      ["arith.sweeps.long_iterations[0].input_sizes", "[7]", "arith.sweeps.input_size"]),
     (lambda c: c["wade"].update(human_sessions=["nothere.parquet"]), ["wade.human_sessions", "nothere.parquet",
                                                                       "does not exist"]),
-    (lambda c: c["s2b"]["architectures"]["seeds"].update(table4={"lstm": 2, "gru": 2}),
-     ["s2b.architectures.seeds.table4", "'gru'"]),
+    (lambda c: c["s2b"]["experiments"]["seeds"].update(table4={"lstm": 2, "gru": 2}),
+     ["s2b.experiments.seeds.table4", "'gru'"]),
 ])
 def test_bad_config_stops_with_a_message_naming_the_key(workdir, edit, words):
     write_config(workdir, edit)
@@ -203,16 +204,20 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
                  "tableD2_disentanglement"):
         for ext in ("md", "csv", "tex"):
             assert (results / f"s2b/tables/{name}.{ext}").stat().st_size > 0
-    for name in ("figure3_scs_episode", "figure4_posdis_messages", "figure6_architectures"):
+    for name in ("figure3_scs_episode", "figure4_posdis_messages", "figure5_recall", "figure6_architectures"):
         assert (results / f"s2b/figures/{name}.png").stat().st_size > 0
     assert pd.read_csv(results / "s2b/tables/table3_posdis_examples.csv")["equal"].all()
     s2b_comparison = pd.read_csv(results / "s2b/comparison.csv")
     assert set(s2b_comparison["result"]) == {"table1", "table2", "table4", "tableD2"} and "## s2b:" in summary
-    assert "| faithful | 1 |" in (results / "s2b/tables/table2_zsct.md").read_text()
+    table2 = (results / "s2b/tables/table2_zsct.md").read_text()
+    # the user's scripted agent (tests/plugins) lands in Table 2 next to R2D2, scored by the same evaluation
+    assert "| R2D2 | faithful | 1 |" in table2
+    assert "| scripted_listener.PerfectListener | faithful | 1 | 100.00 ± 0.00 | 62.23 ± 3.67 |" in table2
     assert "| faithful | LSTM |" in (results / "s2b/tables/table4_architectures.md").read_text()
     zsct = pd.read_parquet(results / "s2b/metrics/zsct.parquet")
     assert sorted(zsct.groupby(["experiment", "model"]).size().items()) == [
-        (("fig6", "lstm_rec"), 2), (("table4", "lstm"), 2), (("zsct", "r2d2_lstm"), 2)]
+        (("fig6", "lstm_rec"), 2), (("table4", "lstm"), 2), (("zsct", "r2d2"), 2),
+        (("zsct", "scripted_listener.PerfectListener"), 2)]
     assert zsct.loc[zsct["model"] == "lstm_rec", "rec_stimulus_accuracy"].notna().all()
     # Curves: one file per seed, readable, with provenance, hive-readable as one dataset.
     wade_curves = list((results / "wade/curves").rglob("*.parquet"))

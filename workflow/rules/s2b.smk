@@ -1,7 +1,8 @@
 # s2b: Denamganaï, Missaoui & Walker (2023), "Meta-Referential Games to Learn Compositional Learning Behaviours".
 # speaker (the posdis speaker over episodes) and disentanglement (SCS stimuli) -> aggregate -> Table 1's PS column,
-# Appendix D.2; train (R2D2 listener, one run per O, S, variant, seed) and train_architecture (one per model, variant,
-# seed) -> aggregate_zsct -> Tables 2, 4; train_architecture (fig6) -> Figure 6; -> compare.
+# Appendix D.2; train (R2D2 listener or a user's agent, one run per model, O, S, variant, seed) and train_experiment
+# (one per experiment, model, variant, seed) -> aggregate_zsct -> Tables 2, 4; train_experiment -> Figures 5, 6;
+# -> compare.
 # Table 3 and Figures 3, 4 from the speaker and one episode. Runs, paths and input functions: src/reprobench/s2b/grid.py.
 # Config: the `s2b` section, validated against workflow/schemas/s2b.schema.yaml.
 
@@ -23,6 +24,7 @@ localrules:
     s2b_tableD2,
     s2b_figure3,
     s2b_figure4,
+    s2b_figure5,
     s2b_figure6,
     s2b_compare,
 
@@ -84,6 +86,7 @@ rule s2b_train:
     resources:
         gpu=1,
     params:
+        model=lambda wildcards: S2B.user_models().get(wildcards.model, wildcards.model),
         sizes=config["s2b"]["zsct"]["sizes"],
         observations=config["s2b"]["zsct"]["observations"],
         eval_every=config["s2b"]["zsct"]["eval_every"],
@@ -92,21 +95,22 @@ rule s2b_train:
         checkpoint=s2b.ZSCT_CHECKPOINT,
         checkpoint_minutes=config["s2b"]["zsct"]["checkpoint_minutes"],
     shell:
-        "python -m reprobench s2b train --experiment zsct --n-oc {wildcards.o:q} --shots {wildcards.s:q} "
+        "python -m reprobench s2b train --experiment zsct --model {params.model:q} --n-oc {wildcards.o:q} "
+        "--shots {wildcards.s:q} "
         "--variant {wildcards.variant:q} --seed {wildcards.seed:q} --sizes {params.sizes:q} "
         "--observations {params.observations:q} --eval-every {params.eval_every:q} --device {params.device:q} "
         "--threads {threads} --scale {params.scale:q} --checkpoint {params.checkpoint:q} "
         "--checkpoint-minutes {params.checkpoint_minutes:q} --out {output:q} 2> {log:q}"
 
 
-# Table 4 and Figure 6: the same trainer with another preset (reprobench.s2b.grid.ARCHITECTURES).
-rule s2b_train_architecture:
+# Table 4, Figures 5 and 6: the same R2D2 trainer with another preset (reprobench.s2b.grid.EXPERIMENTS).
+rule s2b_train_experiment:
     output:
-        s2b.ARCH_CURVE,
+        s2b.EXPERIMENT_CURVE,
     log:
-        s2b.ARCH_LOG,
+        s2b.EXPERIMENT_LOG,
     benchmark:
-        s2b.ARCH_TIMING
+        s2b.EXPERIMENT_TIMING
     wildcard_constraints:
         **S2B.wildcards(),
     group:
@@ -117,13 +121,13 @@ rule s2b_train_architecture:
     resources:
         gpu=1,
     params:
-        sizes=config["s2b"]["architectures"]["sizes"],
-        observations=lambda w: config["s2b"]["architectures"]["observations"][w.experiment],
-        eval_every=lambda w: config["s2b"]["architectures"]["eval_every"][w.experiment],
+        sizes=config["s2b"]["experiments"]["sizes"],
+        observations=lambda w: config["s2b"]["experiments"]["observations"][w.experiment],
+        eval_every=lambda w: config["s2b"]["experiments"]["eval_every"][w.experiment],
         device=config["device"],
         scale=config["scale"],
-        checkpoint=s2b.ARCH_CHECKPOINT,
-        checkpoint_minutes=config["s2b"]["architectures"]["checkpoint_minutes"],
+        checkpoint=s2b.EXPERIMENT_CHECKPOINT,
+        checkpoint_minutes=config["s2b"]["experiments"]["checkpoint_minutes"],
     shell:
         "python -m reprobench s2b train --experiment {wildcards.experiment:q} --model {wildcards.model:q} "
         "--variant {wildcards.variant:q} --seed {wildcards.seed:q} --sizes {params.sizes:q} "
@@ -134,7 +138,7 @@ rule s2b_train_architecture:
 
 rule s2b_aggregate_zsct:
     input:
-        S2B.training_curves(),
+        S2B.zsct_runs(),
     output:
         s2b.ZSCT,
     log:
@@ -175,9 +179,24 @@ rule s2b_table4:
         "python -m reprobench s2b table4 --zsct {input.zsct:q} --out {output:q} 2> {log:q}"
 
 
+rule s2b_figure5:
+    input:
+        S2B.experiment_curves("fig5"),
+    output:
+        **reported("s2b", s2b.FIGURES["figure5"]),
+    log:
+        s2b.FIGURES["figure5"].log,
+    conda:
+        ENV
+    params:
+        caption=s2b.FIGURES["figure5"].caption,
+    shell:
+        "python -m reprobench s2b figure5 --curves {input:q} --out {output:q} 2> {log:q}"
+
+
 rule s2b_figure6:
     input:
-        S2B.architecture_curves("fig6"),
+        S2B.experiment_curves("fig6"),
     output:
         **reported("s2b", s2b.FIGURES["figure6"]),
     log:

@@ -7,8 +7,8 @@ import re
 from reprobench.calm import zoo
 from reprobench.core.benchmark import Product, Targets
 from reprobench.core.errors import ConfigError
+from reprobench.core.plugins import USER_CLASS, run_id
 
-USER_MODEL = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_]*)$")
 SPLITS = {"multilingual": "news", "multidomain": "domain"}  # dataset -> split-folder prefix (corpora.LEVELS)
 RESOURCES = {"synthetic": "resources/calm-synthetic", "download": "resources"}  # by calm.source
 
@@ -63,11 +63,6 @@ FIGURES = {
 }
 
 
-def run_id(model: str) -> str:
-    """The path-safe name of a model: itself for the paper's, 'pkg.module.Class' for a user's 'pkg.module:Class'."""
-    return model.replace(":", ".")
-
-
 class Grid:
     """The runs of one `calm` config section, and the input functions its rules use."""
 
@@ -77,7 +72,7 @@ class Grid:
     # --- the registry's interface (reprobench.benchmarks) -------------------------------------------------------
     def check(self) -> None:
         for model in self.cfg["models"]:
-            if model not in zoo.ALL_MODELS and not USER_MODEL.match(model):
+            if model not in zoo.ALL_MODELS and not USER_CLASS.match(model):
                 raise ConfigError("calm.models", f"unknown model '{model}' (known: {', '.join(zoo.ALL_MODELS)}, or a "
                                   "user's class as 'package.module:Class')")
         for dataset in self.cfg["datasets"]:

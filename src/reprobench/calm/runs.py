@@ -9,7 +9,6 @@ streams need at most; the prepare stage tokenises exactly that many once (reprob
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 
@@ -21,7 +20,8 @@ from reprobench.calm.stream import CorpusTooShortError, Stream
 from reprobench.core import checkpoint as checkpoints
 from reprobench.core import curves
 from reprobench.core.atomic import write_text
-from reprobench.core.errors import ConfigError, ReprobenchError
+from reprobench.core.errors import ReprobenchError
+from reprobench.core.plugins import load_class
 from reprobench.core.progress import log
 from reprobench.core.provenance import Timer
 
@@ -74,15 +74,6 @@ def read_corpora(path: str, split: str = SPLIT) -> dict:
             from None
 
 
-def user_class(spec: str):
-    """The class named 'package.module:Class' in calm.models."""
-    module, _, name = spec.partition(":")
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError("calm.models", f"cannot import the user model '{spec}' ({exc})") from None
-
-
 def build_learner(model: str, dataset: str, lam: int, vocab: int, variant: str, size_factor: float,
                   max_gate_steps: int = 0):
     """A paper model from the zoo, or a user's class: built as cls(vocab); used as it is when it has `learn` (a
@@ -93,7 +84,7 @@ def build_learner(model: str, dataset: str, lam: int, vocab: int, variant: str, 
         return zoo.build(model, dataset, lam, vocab, variant, size_factor, max_gate_steps)
     from reprobench.calm.learners import SingleLearner
 
-    obj = user_class(model)(vocab)
+    obj = load_class(model, "calm.models")(vocab)
     return obj if hasattr(obj, "learn") else SingleLearner(obj, 1e-3, 1, score_eval=variant == "corrected")
 
 

@@ -8,7 +8,7 @@ from reprobench.core.cli import add_output, add_training_options, output_stem
 
 def register(sub) -> None:
     from reprobench.s2b import PAPER
-    from reprobench.s2b.grid import ARCHITECTURES, FIGURES, SIZES, TABLES
+    from reprobench.s2b.grid import EXPERIMENTS, FIGURES, SIZES, TABLES
 
     p = sub.add_parser("s2b", help=f"{PAPER.title} ({PAPER.citation})")
     s = p.add_subparsers(dest="stage", required=True)
@@ -29,11 +29,13 @@ def register(sub) -> None:
     t.add_argument("--out", required=True)
     t.set_defaults(func=cmd_disentanglement)
 
-    t = s.add_parser("train", help="one R2D2 run: Table 2 (--n-oc, --shots) or Table 4 / Figure 6 (--model)")
-    t.add_argument("--experiment", required=True, choices=["zsct", *ARCHITECTURES])
+    t = s.add_parser("train", help="one run: Table 2 (--n-oc, --shots; --model r2d2 or a user's agent class) or "
+                                   "Table 4 / Figures 5, 6 (--model)")
+    t.add_argument("--experiment", required=True, choices=["zsct", *EXPERIMENTS])
     t.add_argument("--n-oc", type=int, help="Table 2: object-centric samples O")
     t.add_argument("--shots", type=int, help="Table 2: shots S")
-    t.add_argument("--model", help="Table 4 / Figure 6: a model of reprobench.s2b.grid.ARCHITECTURES")
+    t.add_argument("--model", required=True, help="zsct: r2d2 or 'package.module:Class' (reprobench.s2b.agents); "
+                                                   "table4 / fig5 / fig6: a model of reprobench.s2b.grid.EXPERIMENTS")
     t.add_argument("--variant", required=True, choices=["faithful", "corrected"])
     t.add_argument("--seed", type=int, required=True)
     t.add_argument("--sizes", required=True, choices=SIZES)
@@ -53,10 +55,11 @@ def register(sub) -> None:
         t.add_argument("--zsct", required=True)
         add_output(t, "table")
         t.set_defaults(func=cmd_zsct_table, product=name)
-    t = s.add_parser("figure6", help=f"{FIGURES['figure6'].title}: {FIGURES['figure6'].stem}.*")
-    t.add_argument("--curves", nargs="+", required=True)
-    add_output(t, "figure")
-    t.set_defaults(func=cmd_figure6)
+    for name in ("figure5", "figure6"):
+        t = s.add_parser(name, help=f"{FIGURES[name].title}: {FIGURES[name].stem}.*")
+        t.add_argument("--curves", nargs="+", required=True)
+        add_output(t, "figure")
+        t.set_defaults(func=cmd_curves_figure, product=name)
 
     t = s.add_parser("aggregate", help="per-seed means of every probe")
     t.add_argument("--curves", nargs="+", required=True)
@@ -100,23 +103,23 @@ def cmd_train(args) -> None:
     from reprobench.core.device import choose_device
     from reprobench.core.errors import ConfigError
     from reprobench.s2b import runs
-    from reprobench.s2b.grid import ARCHITECTURES
+    from reprobench.s2b.grid import EXPERIMENTS
 
     if args.experiment == "zsct":
         if args.n_oc is None or args.shots is None:
             raise ConfigError("--n-oc/--shots", "the zsct experiment needs both")
         config = runs.zsct_config(args.n_oc, args.shots, args.variant, args.seed, args.sizes, args.observations,
                                   args.eval_every)
-        model, setting = f"r2d2_{config.net.core}", {"n_oc": args.n_oc, "shots": args.shots}
+        setting = {"n_oc": args.n_oc, "shots": args.shots}
     else:
-        known = ARCHITECTURES[args.experiment]
+        known = EXPERIMENTS[args.experiment]
         if args.model not in known:
             raise ConfigError("--model", f"{args.model!r} is not a {args.experiment} model; known: {sorted(known)}")
-        config = runs.architecture_config(args.experiment, args.model, args.variant, args.seed, args.sizes,
+        config = runs.experiment_config(args.experiment, args.model, args.variant, args.seed, args.sizes,
                                           args.observations, args.eval_every)
-        model, setting = args.model, {"model": args.model}
+        setting = {"model": args.model}
     device = choose_device(args.device, args.threads)
-    runs.train_run(config, args.experiment, model, setting, args.variant, args.sizes, args.out, args.scale,
+    runs.train_run(config, args.experiment, args.model, setting, args.variant, args.sizes, args.out, args.scale,
                    str(device), args.checkpoint)
 
 
@@ -133,10 +136,11 @@ def cmd_zsct_table(args) -> None:
     draw(summary.read_zsct(args.zsct), output_stem(args.out, (".md", ".csv", ".tex")))
 
 
-def cmd_figure6(args) -> None:
+def cmd_curves_figure(args) -> None:
     from reprobench.s2b import render
 
-    render.figure6(args.curves, output_stem(args.out, (".png", ".pdf")))
+    draw = {"figure5": render.figure5, "figure6": render.figure6}[args.product]
+    draw(args.curves, output_stem(args.out, (".png", ".pdf")))
 
 
 def cmd_aggregate(args) -> None:

@@ -6,6 +6,7 @@ gymnasium.make("reprobench.s2b.envs:reprobench/MetaReferentialGame-v0").
     env = gymnasium.make("reprobench/MetaReferentialGame-v0", descriptive=True, nbr_distractors=0)
     envs = gymnasium.make_vec("reprobench/MetaReferentialGame-v0", num_envs=256)   # MetaReferentialGameVector
     recall = gymnasium.make("reprobench/MetaReferentialGameRecall-v0", representation="ohe")
+    recalls = gymnasium.make_vec("reprobench/MetaReferentialGameRecall-v0", num_envs=64)  # RecallGameVector
 
 The ids carry the reference's constructor defaults (specs/s2b.md section 2.1); pass keyword arguments to change them.
 """
@@ -19,7 +20,8 @@ RECALL_ID = "reprobench/MetaReferentialGameRecall-v0"
 _ENTRY_POINTS = {
     GAME_ID: {"entry_point": "reprobench.s2b.env:MetaReferentialGame",
               "vector_entry_point": "reprobench.s2b.vector_env:MetaReferentialGameVector"},
-    RECALL_ID: {"entry_point": "reprobench.s2b.recall:RecallGame"},
+    RECALL_ID: {"entry_point": "reprobench.s2b.recall:RecallGame",
+                "vector_entry_point": "reprobench.s2b.recall_vector:RecallGameVector"},
 }
 
 

@@ -3,14 +3,17 @@
 The parts that need no agent: the posdis speaker's compositionality over many episodes (Table 1's PS column), the
 disentanglement of SCS stimuli (Appendix D.2), the speaker's utterances (Table 3) and one meta-RG's stimuli and
 messages (Figures 3, 4). Trained, R2D2 listeners with the posdis speaker: Table 2, one run per (O, S, variant, seed);
-Table 4 and Figure 6, one run per (model, variant, seed) of ARCHITECTURES. Still to come (issue 12): Table 1's
-learned columns, Figure 5.
+Table 4 and Figure 6, one run per (model, variant, seed) of EXPERIMENTS; the DNC on the recall task (Figure 5), one
+per (representation, variant, seed). Still to come (issue 12): Table 1's learned columns.
 """
 
 from __future__ import annotations
 
+import re
+
 from reprobench.core.benchmark import Product, Targets
 from reprobench.core.errors import ConfigError
+from reprobench.core.plugins import USER_CLASS, run_id
 
 ROOT, LOGS, TIMINGS = "results/s2b", "logs/s2b", "benchmarks/s2b"
 SPEAKER_CURVE = f"{ROOT}/curves/experiment=speaker/seed={{seed}}.parquet"  # per episode: the PS's metrics
@@ -19,28 +22,31 @@ SPEAKER_LOG, DISENTANGLEMENT_LOG = (f"{LOGS}/probes/speaker/seed={{seed}}.log",
                                     f"{LOGS}/probes/disentanglement/seed={{seed}}.log")
 SPEAKER_TIMING, DISENTANGLEMENT_TIMING = (f"{TIMINGS}/probes/speaker/seed={{seed}}.tsv",
                                           f"{TIMINGS}/probes/disentanglement/seed={{seed}}.tsv")
-ZSCT_RUN = "O={o}/S={s}/variant={variant}/seed={seed}"
+ZSCT_RUN = "model={model}/O={o}/S={s}/variant={variant}/seed={seed}"  # model: r2d2 or a user's agent (run id)
 ZSCT_CURVE = f"{ROOT}/curves/experiment=zsct/{ZSCT_RUN}.parquet"  # per evaluation: accuracies per mode, losses
 ZSCT_CHECKPOINT = f"{ROOT}/checkpoints/experiment=zsct/{ZSCT_RUN}.pt"
 ZSCT_LOG = f"{LOGS}/train/experiment=zsct/{ZSCT_RUN}.log"
 ZSCT_TIMING = f"{TIMINGS}/train/experiment=zsct/{ZSCT_RUN}.tsv"
-ARCH_RUN = "experiment={experiment}/model={model}/variant={variant}/seed={seed}"
-ARCH_CURVE = f"{ROOT}/curves/{ARCH_RUN}.parquet"  # Table 4 and Figure 6 runs, as ZSCT_CURVE
-ARCH_CHECKPOINT = f"{ROOT}/checkpoints/{ARCH_RUN}.pt"
-ARCH_LOG = f"{LOGS}/train/{ARCH_RUN}.log"
-ARCH_TIMING = f"{TIMINGS}/train/{ARCH_RUN}.tsv"
+EXPERIMENT_RUN = "experiment={experiment}/model={model}/variant={variant}/seed={seed}"
+EXPERIMENT_CURVE = f"{ROOT}/curves/{EXPERIMENT_RUN}.parquet"  # Table 4, Figure 5 and 6 runs, as ZSCT_CURVE
+EXPERIMENT_CHECKPOINT = f"{ROOT}/checkpoints/{EXPERIMENT_RUN}.pt"
+EXPERIMENT_LOG = f"{LOGS}/train/{EXPERIMENT_RUN}.log"
+EXPERIMENT_TIMING = f"{TIMINGS}/train/{EXPERIMENT_RUN}.tsv"
 ZSCT = f"{ROOT}/metrics/zsct.parquet"  # one row per trained run (every experiment): the last evaluation's accuracies
 ZSCT_AGGREGATE_LOG = f"{LOGS}/metrics/zsct.log"
 PROBES = f"{ROOT}/metrics/probes.parquet"  # one row per (experiment, seed, setting, metric): mean over episodes
 AGGREGATE_LOG = f"{LOGS}/metrics/aggregate.log"
 COMPARISON, COMPARISON_LOG = f"{ROOT}/comparison.csv", f"{LOGS}/comparison.log"
 
-# experiment -> model -> (train.PRESETS name, auxiliary reconstruction on): specs/s2b.md sections 2.11, 4.2-4.4
-ARCHITECTURES = {
+# experiment -> model -> (train.PRESETS name, auxiliary reconstruction on): specs/s2b.md sections 2.11, 4.2-4.4, 5.7
+EXPERIMENTS = {
     "table4": {"lstm": ("table4_lstm", True), "esbn": ("table4_esbn", True), "dcem": ("table4_dcem", True)},
+    "fig5": {"scs": ("recall_scs", False), "ohe": ("recall_ohe", False)},
     "fig6": {"lstm": ("fig6_lstm", False), "dnc": ("fig6_dnc", False), "lstm_rec": ("fig6_lstm", True),
              "dnc_rec": ("fig6_dnc", True)},
 }
+R2D2 = "r2d2"  # Table 2's own listener in s2b.zsct.models; anything else is a user's agent (reprobench.s2b.agents)
+RECALL = "fig5"  # the experiment without a query phase (the recall task)
 SIZES = ("tiny", "reference")  # tiny: train.small (test-sized networks and replay, 4 actors); reference: the preset
 
 TABLE_FORMATS, FIGURE_FORMATS = (".md", ".csv", ".tex"), (".png", ".pdf")
@@ -70,6 +76,10 @@ FIGURES = {
     "figure4": Product("Figure 4", f"{ROOT}/figures/figure4_posdis_messages", FIGURE_FORMATS,
                        f"Figure 4 of {_PAPER}: the posdis speaker's messages over the episode of Figure 3 (top) and "
                        "OHE vs SCS representations of example stimuli of two symbolic spaces (bottom)."),
+    "figure5": Product("Figure 5", f"{ROOT}/figures/figure5_recall", FIGURE_FORMATS,
+                       f"Figure 5 of {_PAPER}: 5-way 2-shot accuracy (second shot) on the recall task of the DNC R2D2 "
+                       "agent with OHE and SCS stimuli over observations: the training episodes' (epsilon-greedy, as "
+                       "the paper's logs) and greedy evaluations; mean and min-max band over seeds."),
     "figure6": Product("Figure 6", f"{ROOT}/figures/figure6_architectures", FIGURE_FORMATS,
                        f"Figure 6 of {_PAPER}: (a) 4-way (3 distractors) ZSCT accuracy over observations of the LSTM "
                        "and DNC listeners with and without the auxiliary reconstruction loss; (b) their stimulus "
@@ -86,14 +96,18 @@ class Grid:
     # --- the registry's interface (reprobench.benchmarks) -------------------------------------------------------
     def check(self) -> None:
         d = self.cfg["disentanglement"]
+        for model in self.cfg["zsct"]["models"]:
+            if model != R2D2 and not USER_CLASS.match(model):
+                raise ConfigError("s2b.zsct.models", f"unknown model '{model}' (known: {R2D2}, or a user's agent "
+                                  "class as 'package.module:Class')")
         for key in ("n_oc", "shots"):
             if any(v < 1 for v in self.cfg["zsct"][key]):
                 raise ConfigError(f"s2b.zsct.{key}", f"every value must be at least 1, got {self.cfg['zsct'][key]}")
-        for experiment, models in self.cfg["architectures"]["seeds"].items():
-            unknown = sorted(set(models) - set(ARCHITECTURES[experiment]))
+        for experiment, models in self.cfg["experiments"]["seeds"].items():
+            unknown = sorted(set(models) - set(EXPERIMENTS[experiment]))
             if unknown:
-                raise ConfigError(f"s2b.architectures.seeds.{experiment}", f"unknown model(s) {unknown}; known: "
-                                  f"{sorted(ARCHITECTURES[experiment])}")
+                raise ConfigError(f"s2b.experiments.seeds.{experiment}", f"unknown model(s) {unknown}; known: "
+                                  f"{sorted(EXPERIMENTS[experiment])}")
         if any(o < 1 for o in d["n_oc"]):
             raise ConfigError("s2b.disentanglement.n_oc", f"every O must be at least 1, got {d['n_oc']}")
         if self.cfg["speaker"]["v_min"] > self.cfg["speaker"]["v_max"]:
@@ -101,7 +115,8 @@ class Grid:
                               f"({self.cfg['speaker']['v_max']})")
 
     def expected_curves(self) -> list[str]:
-        return self.speaker_curves() + self.disentanglement_curves() + self.training_curves()
+        return (self.speaker_curves() + self.disentanglement_curves() + self.zsct_runs()
+                + self.experiment_curves(RECALL))
 
     def targets(self) -> Targets:
         return Targets(tables=list(TABLES.values()), figures=list(FIGURES.values()), comparisons=[COMPARISON])
@@ -115,19 +130,24 @@ class Grid:
 
     def zsct_curves(self) -> list[str]:
         z = self.cfg["zsct"]
-        return [ZSCT_CURVE.format(o=o, s=s, variant=v, seed=seed) for o in z["n_oc"] for s in z["shots"]
-                for v in z["variants"] for seed in range(z["seeds"])]
+        return [ZSCT_CURVE.format(model=run_id(m), o=o, s=s, variant=v, seed=seed) for m in z["models"]
+                for o in z["n_oc"] for s in z["shots"] for v in z["variants"] for seed in range(z["seeds"])]
 
-    def architecture_curves(self, experiment: str) -> list[str]:
-        a = self.cfg["architectures"]
-        return [ARCH_CURVE.format(experiment=experiment, model=m, variant=v, seed=seed)
+    def user_models(self) -> dict[str, str]:
+        """{run id: 'package.module:Class'} of the user's agents in s2b.zsct.models."""
+        return {run_id(m): m for m in self.cfg["zsct"]["models"] if m != R2D2}
+
+    def experiment_curves(self, experiment: str) -> list[str]:
+        a = self.cfg["experiments"]
+        return [EXPERIMENT_CURVE.format(experiment=experiment, model=m, variant=v, seed=seed)
                 for m, n in a["seeds"].get(experiment, {}).items() for v in a["variants"] for seed in range(n)]
 
-    def training_curves(self) -> list[str]:
-        """Every R2D2 run: Table 2's, then Table 4's and Figure 6's."""
-        return self.zsct_curves() + [c for e in ARCHITECTURES for c in self.architecture_curves(e)]
+    def zsct_runs(self) -> list[str]:
+        """Every run with a query phase (zsct.parquet's): Table 2's, then Table 4's and Figure 6's."""
+        return self.zsct_curves() + [c for e in EXPERIMENTS if e != RECALL for c in self.experiment_curves(e)]
 
     def wildcards(self) -> dict[str, str]:
-        models = sorted({m for e in ARCHITECTURES.values() for m in e}, key=len, reverse=True)
+        models = {m for e in EXPERIMENTS.values() for m in e} | {R2D2, *self.user_models()}
+        models = [re.escape(m) for m in sorted(models, key=len, reverse=True)]
         return {"seed": "[0-9]+", "o": "[0-9]+", "s": "[0-9]+", "variant": "faithful|corrected",
-                "experiment": "|".join(ARCHITECTURES), "model": "|".join(models)}
+                "experiment": "|".join(EXPERIMENTS), "model": "|".join(models)}

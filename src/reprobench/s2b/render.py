@@ -3,12 +3,15 @@ utterances), Appendix D.2's disentanglement table, Figures 3 and 4, and the publ
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
 from reprobench.core import compare, curves, plotting, tables
 from reprobench.core.compare import Interval
 from reprobench.s2b import probes, published
+from reprobench.s2b.grid import R2D2
 from reprobench.s2b.speaker import posdis_message
 
 SPEAKER_ROWS = {  # our metric -> (label, published metric or None)
@@ -62,28 +65,36 @@ def table1(probes_frame: pd.DataFrame, stem: str) -> list[str]:
     return tables.write_all(stem, header, rows, rows, pd.DataFrame(data), note=note)
 
 
-def _zsct_stats(zsct: pd.DataFrame, experiment: str = "zsct", by=("variant", "n_oc", "shots")) -> pd.DataFrame:
+def _zsct_stats(zsct: pd.DataFrame, experiment: str = "zsct", by=("model", "variant", "n_oc", "shots")) -> pd.DataFrame:
     g = zsct[zsct["experiment"] == experiment].groupby(list(by))["zsct_accuracy"]
     return pd.DataFrame({"mean": 100 * g.mean(), "std": 100 * g.std(ddof=1), "n_seeds": g.size()}).reset_index()
 
 
+def _model_label(model: str) -> str:
+    return "R2D2" if model == R2D2 else model
+
+
 def table2(zsct: pd.DataFrame, stem: str) -> list[str]:
-    """Rows O, columns S, as the paper: ours mean ± std over seeds, the paper's next to it."""
+    """Rows (model, variant, O), columns S, as the paper: ours mean ± std over seeds, the paper's next to it."""
     stats = _zsct_stats(zsct)
+    stats = stats.sort_values(["model", "variant", "n_oc", "shots"], key=lambda c: c != R2D2 if c.name == "model"
+                              else c, kind="stable")  # R2D2 first, then the user's agents
     shots = sorted(stats["shots"].unique())
-    header = ["Variant", "O", *[f"S={s} (ours)" for s in shots], *[f"S={s} (paper)" for s in shots]]
+    header = ["Model", "Variant", "O", *[f"S={s} (ours)" for s in shots], *[f"S={s} (paper)" for s in shots]]
     rows, data = [], []
-    for (variant, o), g in stats.groupby(["variant", "n_oc"], sort=True):
+    for (model, variant, o), g in stats.groupby(["model", "variant", "n_oc"], sort=False):
         ours = {int(r.shots): _fmt(r.mean, r.std) for r in g.itertuples()}
         paper = {s: _paper_cell("table2", f"O={o} S={s}") for s in shots}
-        rows.append([variant, str(o), *(ours.get(s, "—") for s in shots), *(paper[s] for s in shots)])
-        data += [{"variant": variant, "O": int(o), "S": int(r.shots), "mean": r.mean, "std": r.std,
+        rows.append([_model_label(model), variant, str(o), *(ours.get(s, "—") for s in shots),
+                     *(paper[s] for s in shots)])
+        data += [{"model": model, "variant": variant, "O": int(o), "S": int(r.shots), "mean": r.mean, "std": r.std,
                   "n_seeds": int(r.n_seeds)} for r in g.itertuples()]
     zsct = zsct[zsct["experiment"] == "zsct"]
     budget = int(zsct["observations"].max()) if len(zsct) else 0
     note = (f"Scale: {curves.scale_label(zsct) if len(zsct) else '—'}; {budget:,} observations per run (paper: 5M, "
             "32 actors); the last greedy evaluation's query-phase accuracy (chance 50%). "
-            "Ours is an R2D2 listener with the posdis speaker (reprobench.s2b.train).")
+            "R2D2 is the reproduced listener (reprobench.s2b.train) with the posdis speaker; other rows are user "
+            "agents (reprobench.s2b.agents) trained and evaluated the same way; the paper's columns are R2D2's.")
     return tables.write_all(stem, header, rows, rows, pd.DataFrame(data), note=note)
 
 
@@ -110,6 +121,33 @@ def table4(zsct: pd.DataFrame, stem: str) -> list[str]:
             "(specs/s2b.md 4.3 B-D), N_dim = 3, V in [2, 3] (V = 4, A = 171), the reconstruction loss on "
             "(adaptive period), Table 4's training cadence (reprobench.s2b.train).")
     return tables.write_all(stem, header, rows, rows, pd.DataFrame(data), note=note)
+
+
+def figure5(paths: list[str], stem: str) -> list[str]:
+    """The second shot's accuracy over observations per representation: the training episodes' (epsilon-greedy, the
+    reference's logged S2B/Accuracy/Mean/train1) solid, the greedy evaluations' dashed; mean and min-max band."""
+    import matplotlib.pyplot as plt
+
+    runs: dict[tuple[str, str], list[pd.DataFrame]] = {}
+    for path in paths:
+        frame, record = curves.read_curve(path)
+        runs.setdefault((record["model"], record["variant"]), []).append(curves.wide(frame))
+    colors = {"ohe": plotting.COLORS[0], "scs": plotting.COLORS[3]}  # the paper's: OHE blue, SCS orange
+    with plotting.style(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a record with no finished episode holds NaN: a gap
+        fig, ax = plt.subplots(figsize=(6, 3.8))
+        for (model, variant), frames in sorted(runs.items()):
+            label = model.upper() + ("" if variant == "faithful" else f" ({variant})")
+            color = colors.get(model, plotting.COLORS[2])
+            for key, style, kind in (("train_accuracy/train1", "-", "training"), ("accuracy/train1", "--", "greedy")):
+                n = min(len(f) for f in frames)
+                x = frames[0]["observations"].to_numpy()[:n]
+                y = 100 * np.stack([f[key].to_numpy()[:n] for f in frames])
+                ax.plot(x, np.nanmean(y, axis=0), style, color=color, label=f"{label}, {kind} (n = {len(frames)})")
+                ax.fill_between(x, np.nanmin(y, axis=0), np.nanmax(y, axis=0), color=color, alpha=0.15)
+        ax.set(title="Recall task, second shot", xlabel="observations", ylabel="accuracy (%)")
+        ax.legend(fontsize=7)
+        return plotting.save(fig, stem)
 
 
 FIG6_MODELS = {"lstm": "LSTM", "dnc": "DNC", "lstm_rec": "LSTM+Rec", "dnc_rec": "DNC+Rec"}
@@ -270,8 +308,9 @@ def comparison_rows(probes_frame: pd.DataFrame, zsct: pd.DataFrame | None = None
             p = pub[(pub["table"] == "table2") & (pub["setting"] == f"O={r.n_oc} S={r.shots}")]
             if not len(p):
                 continue
+            row = f"O={r.n_oc} S={r.shots}" + ("" if r.model == R2D2 else f" ({r.model})")
             rows.append(compare.row(
-                benchmark="s2b", result="table2", row=f"O={r.n_oc} S={r.shots}", metric="acc_zsct",
+                benchmark="s2b", result="table2", row=row, metric="acc_zsct",
                 published=Interval.mean_std(float(p["mean"].iloc[0]), float(p["std"].iloc[0])),
                 reproduced=Interval.mean_std(r.mean, r.std), n_runs=int(r.n_seeds),
                 scale=curves.scale_label(zsct[zsct["experiment"] == "zsct"]),

@@ -5,10 +5,11 @@ Table 2, Table 4 or Figure 6 with an evaluation record per eval_every observatio
 from __future__ import annotations
 
 from reprobench.core import curves
+from reprobench.core.plugins import load_class, run_id
 from reprobench.core.progress import Progress
 from reprobench.core.provenance import Timer
 from reprobench.s2b import PAPER, probes
-from reprobench.s2b.grid import ARCHITECTURES, SIZES
+from reprobench.s2b.grid import EXPERIMENTS, R2D2, SIZES
 
 SPEAKER_SETTING = {"n_dims": 3, "v_min": 2, "v_max": 5, "n_oc": 4, "max_len": 4, "n_points": 256, "batch_size": 32}
 
@@ -58,15 +59,15 @@ def zsct_config(n_oc: int, shots: int, variant: str, seed: int, sizes: str, budg
     return _sized(config, variant, seed, sizes, budget, eval_every)
 
 
-def architecture_config(experiment: str, model: str, variant: str, seed: int, sizes: str, budget: int,
+def experiment_config(experiment: str, model: str, variant: str, seed: int, sizes: str, budget: int,
                         eval_every: int):
-    """A Table 4 or Figure 6 run: grid.ARCHITECTURES[experiment][model] names the preset and whether the auxiliary
+    """A Table 4 or Figure 6 run: grid.EXPERIMENTS[experiment][model] names the preset and whether the auxiliary
     reconstruction is on."""
     import dataclasses
 
     from reprobench.s2b import train
 
-    name, recon = ARCHITECTURES[experiment][model]
+    name, recon = EXPERIMENTS[experiment][model]
     config = train.preset(name)
     if not recon:
         config = dataclasses.replace(config, recon=dataclasses.replace(config.recon, enabled=False))
@@ -89,18 +90,27 @@ def _sized(config, variant: str, seed: int, sizes: str, budget: int, eval_every:
 
 def train_run(config, experiment: str, model: str, setting: dict, variant: str, sizes: str, out: str, scale: str,
               device: str, checkpoint: str | None = None) -> None:
-    """Train `config` to its budget (resuming from `checkpoint`) and write its evaluations as one curve file."""
+    """Train `config` to its budget and write its evaluations as one curve file: R2D2 (resuming from `checkpoint`),
+    or, for Table 2's model 'package.module:Class', a user's agent (reprobench.s2b.agents, no checkpoint)."""
     import dataclasses
 
     from reprobench.core import checkpoint as checkpoints
-    from reprobench.s2b import train
+    from reprobench.s2b import agents, train
 
+    user = experiment == "zsct" and model != R2D2
     with Timer() as timer:
-        records = train.run(config, checkpoint=checkpoint, device=device, progress=True)
+        if user:
+            records = agents.run_agent(load_class(model, "s2b.zsct.models"), config, device, progress=True)
+        else:
+            records = train.run(config, checkpoint=checkpoint, device=device, progress=True)
     keys = sorted({k for r in records for k, v in r.items() if isinstance(v, int | float)})
     series = [("eval", k, [float(r.get(k, float("nan"))) for r in records]) for k in keys]
+    if user:
+        setting = {**setting, "user_class": model}
+        model = run_id(model)
     record = curves.provenance(paper=PAPER.id, experiment=experiment, model=model, seed=config.seed, scale=scale,
-                               variant=variant, setting={**setting, "core": config.net.core, "env": dict(config.env)},
+                               variant=variant, setting={**setting, "core": None if user else config.net.core,
+                                                                "env": dict(config.env)},
                                config={"sizes": sizes, **{k: v for k, v in dataclasses.asdict(config).items()
                                                           if k != "env"}},
                                device=device, **timer.fields())

@@ -39,9 +39,9 @@ the saved ones. This costs one environment step per saved step (no network), sec
 run stopped at any step boundary and resumed from its state_dict gives bitwise the same records and parameters on
 CPU (same thread count).
 
-Not supported here: the recall task (reprobench.s2b.recall.RecallGame is not a vector environment and has its own
-observation layout), multi-agent (learned speaker) training, Regym's `min_handled_experiences`, entropy
-regularisation (lambda 0 in every run).
+Tasks (TrainConfig.task, reprobench.s2b.tasks): "meta_rg", the meta-referential game with the posdis speaker (Tables 2,
+4, Figure 6), and "recall", the recall task of Figure 5 seen through the same keys. Not supported here: multi-agent
+(learned speaker) training, Regym's `min_handled_experiences`, entropy regularisation (lambda 0 in every run).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ from reprobench.s2b.r2d2 import (
     to_tensors,
 )
 from reprobench.s2b.replay import PrioritizedSequenceReplay, SequenceBuilder
-from reprobench.s2b.vector_env import MetaReferentialGameVector
+from reprobench.s2b.tasks import TASKS, make_env
 
 # Table 2's environment (section 2.11): V = V_max + 1, L = N_dim = 3, R = 1, descriptive, K = 0, listener feedback,
 # vocabulary permutations; O and S vary per cell (O = 1, S = 1 here).
@@ -94,6 +94,7 @@ class TrainConfig:
     networks, replay and budget); `preset` gives the reference's scale."""
 
     env: Mapping = field(default_factory=lambda: dict(TABLE2_ENV))
+    task: str = "meta_rg"
     n_actors: int = 4
     actions: str = "combined"
     net: NetConfig = tiny_net("lstm")
@@ -115,6 +116,8 @@ class TrainConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        if self.task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
         if self.actions not in ACTION_KINDS:
             raise ValueError(f"actions must be one of {ACTION_KINDS}, got {self.actions!r}")
         if not isinstance(self.net, NetConfig) or not isinstance(self.r2d2, R2D2Config) or not isinstance(
@@ -144,6 +147,15 @@ def _fig6(core: str) -> dict:
                 recon=ReconConfig(signals=("stimulus",)), budget=2_000_000)
 
 
+def _recall(representation: str) -> dict:
+    env = dict(representation=representation, nbr_latents=3, min_nbr_values_per_latent=2, max_nbr_values_per_latent=5,
+               nbr_shots=2, max_episode_length="auto")
+    return dict(task="recall", env=env, n_actors=32, actions="decision",
+                net=NetConfig(core="dnc", dnc_controller=(128,)),
+                r2d2=R2D2Config(unroll=40, burn_in=0, overlap=10, n_step=3, replay_capacity=50_000, min_capacity=1_000),
+                recon=ReconConfig(enabled=False), budget=500_000)
+
+
 PRESETS = {
     # Table 2 (old Regym LSTM, 2022-05/07 sweeps): 32 actors, 5e6 observations, checkpoints every 5e5.
     "table2": lambda: dict(env=dict(TABLE2_ENV), n_actors=32, net=NetConfig(core="lstm"), r2d2=R2D2Config(),
@@ -153,6 +165,9 @@ PRESETS = {
     "table4_dcem": lambda: _table4("dcem", 200),
     "fig6_lstm": lambda: _fig6("lstm"),
     "fig6_dnc": lambda: _fig6("dnc"),
+    # Figure 5 (old Regym DNC, 2021-10 sweeps): SCS vs OHE stimuli, 32 actors, 5e5 observations
+    "recall_scs": lambda: _recall("scs"),
+    "recall_ohe": lambda: _recall("ohe"),
 }
 REFERENCE_EVAL = dict(eval_actors=100, eval_episodes=700, eval_every=500_000)  # ~5.5e4 greedy observations
 
@@ -168,12 +183,13 @@ def preset(name: str, **env_overrides) -> TrainConfig:
 
 
 def small(config: TrainConfig) -> TrainConfig:
-    """The test-sized version of a preset (the default scale): 4 actors, tiny_net widths, a replay of 4000 experiences
-    filled from 200, batches of 8 sequences, a 32-wide reconstruction head over the last 8 episodes, 4 greedy
-    evaluation episodes on 4 actors. Everything structural stays the preset's: the environment, the core, unroll,
-    burn-in, n-step, the target period, the training cadence, the reconstruction's signals and schedule.
-    small(preset("table2")) is TrainConfig() on Table 2's environment."""
-    net = tiny_net(config.net.core, fc_activation=config.net.fc_activation, dnc_recon=config.net.dnc_recon)
+    """The test-sized version of a preset (the default scale): 4 actors, tiny_net widths (layer counts kept), a
+    replay of 4000 experiences filled from 200, batches of 8 sequences, a 32-wide reconstruction head over the last 8
+    episodes, 4 greedy evaluation episodes on 4 actors. Everything structural stays the preset's: the task and its
+    environment, the core, unroll, burn-in, n-step, the target period, the training cadence, the reconstruction's
+    signals and schedule. small(preset("table2")) is TrainConfig() on Table 2's environment."""
+    net = tiny_net(config.net.core, fc_activation=config.net.fc_activation, dnc_recon=config.net.dnc_recon,
+                   dnc_controller=(16,) * len(config.net.dnc_controller))  # the recall DNC's one layer stays one
     r2d2 = dataclasses.replace(config.r2d2, batch_size=8, replay_capacity=4000, min_capacity=200)
     return dataclasses.replace(config, n_actors=4, net=net, r2d2=r2d2,
                                recon=dataclasses.replace(config.recon, hidden=32, store=8), eval_actors=4,
@@ -181,11 +197,13 @@ def small(config: TrainConfig) -> TrainConfig:
 
 
 def corrected(config: TrainConfig) -> TrainConfig:
-    """The corrected variant of a configuration: masked double-Q argmax, the R2D2 paper's target period, and (for the
-    DNC) reconstruction from the memory as the paper's text says. The FCBody non-linearity has no corrected value
-    (the as-run "all" is also the paper's text); the combined action space is kept (a parameterisation, not a bug)."""
+    """The corrected variant of a configuration: masked double-Q argmax (S10), the R2D2 paper's target period (S11),
+    (for the DNC) reconstruction from the memory as the paper's text says (S12), and the environment's corrected
+    variant (the meta-RG speaker's own OC sample, S3; the recall task's repeated shots without the stale pass, S5).
+    The FCBody non-linearity has no corrected value (the as-run "all" is also the paper's text); the combined action
+    space is kept (a parameterisation, not a bug)."""
     net = dataclasses.replace(config.net, dnc_recon="memory") if config.net.core == "dnc" else config.net
-    return dataclasses.replace(config, net=net,
+    return dataclasses.replace(config, net=net, env={**config.env, "variant": "corrected"},
                                r2d2=dataclasses.replace(config.r2d2, double_q="masked", target_update="period"))
 
 
@@ -277,7 +295,7 @@ def _pad_episodes(episodes: list[dict[str, np.ndarray]]):
     return out, valid
 
 
-def _replay_env(env: MetaReferentialGameVector, seed: int, steps: int, previous_result: np.ndarray):
+def _replay_env(env, seed: int, steps: int, previous_result: np.ndarray):
     """Reset `env` with `seed` and step it `steps` times, deciding right (or, where previous_result (N, 2) says the
     last decision failed, wrong) at every decision: the public-API rebuild of a saved environment. Returns the last
     (obs, info)."""
@@ -290,13 +308,73 @@ def _replay_env(env: MetaReferentialGameVector, seed: int, steps: int, previous_
     return obs, info
 
 
+class GreedyPolicy:
+    """A network's greedy policy over the legal actions, for any number of environments: the policy interface of
+    reprobench.s2b.agents (act, then observe the step's outcome), recurrent state kept per environment."""
+
+    def __init__(self, net, layout: ActionLayout, modes: list[str], device: torch.device):
+        self.net, self.layout, self.modes, self.device = net, layout, modes, device
+        self.actors: _Actors | None = None
+
+    @torch.no_grad()
+    def act(self, obs, info) -> np.ndarray:
+        if self.actors is None:
+            n_rounds = np.asarray(info["round_id"]).shape[1] - 1
+            self.actors = _Actors(self.net, len(info["mode"]), n_rounds, self.modes, obs, info)
+        inp = to_tensors(self.actors.inputs(), self.device)
+        q, self._state = self.net.step(inp, self.actors.state)
+        self._actions = _greedy(self.net, q, inp["decision"])
+        return self.layout.decisions(self._actions)
+
+    def observe(self, obs, reward, terminated, truncated, info) -> None:
+        self.actors.advance(obs, info, self._actions, reward, terminated, self._state)
+
+
+def evaluate(policy, config: TrainConfig) -> dict[str, float]:
+    """The test-only protocol (section 4.5) for any policy (act(obs, info) -> actions; observe(obs, reward,
+    terminated, truncated, info)): greedy episodes on a vector environment of config.eval_actors environments
+    reseeded with config.eval_seed (the same episodes at every evaluation), ceil(eval_episodes / eval_actors) episodes
+    each. Returns {"accuracy/<mode>": fraction of right decisions, "decisions/<mode>": count} per mode."""
+    c = config
+    env = make_env(c.task, c.env, c.eval_actors, c.eval_seed)
+    modes = [str(m) for m in mode_names(env.config)]
+    index = {m: i for i, m in enumerate(modes)}
+    obs, info = env.reset(seed=c.eval_seed)
+    quota = math.ceil(c.eval_episodes / c.eval_actors)
+    finished = np.zeros(c.eval_actors, dtype=np.int64)
+    pending = np.zeros(c.eval_actors, dtype=bool)  # rows whose next step is an autoreset
+    games, wins = np.zeros(len(modes), dtype=np.int64), np.zeros(len(modes), dtype=np.int64)
+    while (finished < quota).any():
+        mode = np.array([index[m] for m in info["mode"]], dtype=np.int64)
+        actions = policy.act(obs, info)
+        obs, reward, terminated, truncated, info = env.step(actions)
+        counting = ~pending & (finished < quota)
+        decided = np.asarray(info["decided"]) & counting
+        np.add.at(games, mode[decided], 1)
+        np.add.at(wins, mode[decided & np.asarray(info["correct"])], 1)
+        finished += terminated & counting
+        policy.observe(obs, reward, terminated, truncated, info)
+        pending = np.asarray(terminated, dtype=bool).copy()
+    out = {}
+    for m, name in enumerate(modes):
+        out[f"accuracy/{name}"] = float(wins[m] / games[m]) if games[m] else float("nan")
+        out[f"decisions/{name}"] = int(games[m])
+    return out
+
+
+def evaluation_due(observations: int, next_eval: int, budget: int, last_recorded: int | None) -> bool:
+    """Whether a run records an evaluation now: at the first step past every multiple of eval_every, and at the
+    budget (once)."""
+    return observations >= next_eval or (observations >= budget and last_recorded != observations)
+
+
 class Trainer:
     """One R2D2 run (see the module docstring). train(until) -> records; evaluate() -> one evaluation's accuracies."""
 
     def __init__(self, config: TrainConfig, device: torch.device | str = "cpu"):
         self.config, self.device = config, torch.device(device)
         n, r = config.n_actors, config.r2d2
-        self.env = MetaReferentialGameVector(num_envs=n, seed=config.seed, **config.env)
+        self.env = make_env(config.task, config.env, n, config.seed)
         gc = self.env.config
         self.layout = ActionLayout(config.actions, gc.n_decisions, gc.vocab_size, gc.max_sentence_length)
         self.dims = InputDims(gc.stimulus_dim, gc.vocab_size, gc.max_sentence_length, gc.n_rounds + 1,
@@ -420,32 +498,13 @@ class Trainer:
         self._reconstruct(done)
 
     # -- evaluation and records --------------------------------------------------------------------------------------
-    @torch.no_grad()
     def evaluate(self) -> dict[str, float]:
-        """Greedy episodes on the evaluation environment: {"accuracy/<mode>": fraction, "decisions/<mode>": count}."""
-        c = self.config
-        env = MetaReferentialGameVector(num_envs=c.eval_actors, seed=c.eval_seed, **c.env)
-        obs, info = env.reset(seed=c.eval_seed)
-        actors = _Actors(self.net, c.eval_actors, env.config.n_rounds, self.modes, obs, info)
-        quota = math.ceil(c.eval_episodes / c.eval_actors)
-        finished = np.zeros(c.eval_actors, dtype=np.int64)
-        games, wins = np.zeros(len(self.modes), dtype=np.int64), np.zeros(len(self.modes), dtype=np.int64)
-        while (finished < quota).any():
-            inp = to_tensors(actors.inputs(), self.device)
-            q, new_state = self.net.step(inp, actors.state)
-            actions = _greedy(self.net, q, inp["decision"])
-            obs, reward, terminated, _, info = env.step(self.layout.decisions(actions))
-            counting = ~actors.pending & (finished < quota)
-            decided = np.asarray(info["decided"]) & counting
-            np.add.at(games, actors.mode[decided], 1)
-            np.add.at(wins, actors.mode[decided & np.asarray(info["correct"])], 1)
-            finished += terminated & counting
-            actors.advance(obs, info, actions, reward, terminated, new_state)
-        out = {}
-        for m, name in enumerate(self.modes):
-            out[f"accuracy/{name}"] = float(wins[m] / games[m]) if games[m] else float("nan")
-            out[f"decisions/{name}"] = int(games[m])
-        return out
+        """Greedy episodes on the evaluation environment (module-level `evaluate`)."""
+        return evaluate(self.policy(), self.config)
+
+    def policy(self) -> GreedyPolicy:
+        """The current network as a greedy policy (the test-only protocol's agent)."""
+        return GreedyPolicy(self.net, self.layout, self.modes, self.device)
 
     def _record(self) -> dict:
         evaluation = self.evaluate()
@@ -455,7 +514,7 @@ class Trainer:
                "epsilon_mean": float(epsilon_schedule(self.observations, self.final_eps, self.config.r2d2.eps_start,
                                                       self.config.r2d2.eps_decay).mean()),
                "loss": float(torch.stack(self.losses).mean()) if self.losses else float("nan"),
-               "zsct_accuracy": evaluation["accuracy/test"], **evaluation}
+               "zsct_accuracy": evaluation["accuracy/test"], **evaluation}  # NaN for recall (no query phase)
         for m, name in enumerate(self.modes):
             rec[f"train_accuracy/{name}"] = (float(self.ep_acc_sum[m] / self.ep_acc_n[m]) if self.ep_acc_n[m]
                                              else float("nan"))
@@ -478,8 +537,8 @@ class Trainer:
             self.step()
             if progress is not None:
                 progress.update(self.observations - before)
-            if self.observations >= self.next_eval or (self.observations >= self.config.budget and not (
-                    self.records and self.records[-1]["observations"] == self.observations)):
+            last = self.records[-1]["observations"] if self.records else None
+            if evaluation_due(self.observations, self.next_eval, self.config.budget, last):
                 self.records.append(self._record())
                 while self.next_eval <= self.observations:
                     self.next_eval += self.config.eval_every
