@@ -67,7 +67,7 @@ def tiny(config):
                                   synthetic_test=32)
     config["calm"].update(models=["poe_pw_30", "transformer", "tiny_user_lm:TinyLM"], variants=["faithful"], seeds=2,
                           n_fragments=20, synthetic_chars=60000, synthetic_words=20000, top_words=100)
-    config["s2b"]["speaker"].update(episodes=2)
+    config["s2b"]["speaker"].update(episodes=2, eoa_episodes=1, eoa_epochs=8)
     config["s2b"]["disentanglement"].update(n_oc=[1])
     config["s2b"]["zsct"].update(models=["r2d2", "scripted_listener:PerfectListener"], n_oc=[1], shots=[1],
                                  observations=300, eval_every=150)

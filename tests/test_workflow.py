@@ -214,6 +214,7 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
     assert "| R2D2 | faithful | 1 |" in table2
     assert "| scripted_listener.PerfectListener | faithful | 1 | 100.00 ± 0.00 | 62.23 ± 3.67 |" in table2
     assert "| faithful | LSTM |" in (results / "s2b/tables/table4_architectures.md").read_text()
+    assert re.search(r"\| Acc_EoA [^|]*\| — \| \d+\.\d\d ± ", (results / "s2b/tables/table1_marl.md").read_text())
     zsct = pd.read_parquet(results / "s2b/metrics/zsct.parquet")
     assert sorted(zsct.groupby(["experiment", "model"]).size().items()) == [
         (("fig6", "lstm_rec"), 2), (("table4", "lstm"), 2), (("zsct", "r2d2"), 2),

@@ -44,10 +44,13 @@ rule s2b_speaker:
         episodes=config["s2b"]["speaker"]["episodes"],
         v_min=config["s2b"]["speaker"]["v_min"],
         v_max=config["s2b"]["speaker"]["v_max"],
+        eoa_episodes=config["s2b"]["speaker"]["eoa_episodes"],
+        eoa_epochs=config["s2b"]["speaker"]["eoa_epochs"],
         scale=config["scale"],
     shell:
         "python -m reprobench s2b speaker --seed {wildcards.seed:q} --episodes {params.episodes:q} "
-        "--v-min {params.v_min:q} --v-max {params.v_max:q} --scale {params.scale:q} --out {output:q} 2> {log:q}"
+        "--v-min {params.v_min:q} --v-max {params.v_max:q} --eoa-episodes {params.eoa_episodes:q} "
+        "--eoa-epochs {params.eoa_epochs:q} --scale {params.scale:q} --out {output:q} 2> {log:q}"
 
 
 rule s2b_disentanglement:

@@ -18,6 +18,8 @@ def register(sub) -> None:
     t.add_argument("--episodes", type=int, required=True)
     t.add_argument("--v-min", type=int, required=True)
     t.add_argument("--v-max", type=int, required=True)
+    t.add_argument("--eoa-episodes", type=int, default=0, help="episodes scored by the EoA listener (0: none)")
+    t.add_argument("--eoa-epochs", type=int, default=512)
     t.add_argument("--scale", required=True)
     t.add_argument("--out", required=True)
     t.set_defaults(func=cmd_speaker)
@@ -90,7 +92,8 @@ def register(sub) -> None:
 def cmd_speaker(args) -> None:
     from reprobench.s2b import runs
 
-    runs.speaker_run(args.seed, args.episodes, args.out, args.scale, args.v_min, args.v_max)
+    runs.speaker_run(args.seed, args.episodes, args.out, args.scale, args.v_min, args.v_max, args.eoa_episodes,
+                     args.eoa_epochs)
 
 
 def cmd_disentanglement(args) -> None:

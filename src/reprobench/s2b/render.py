@@ -20,6 +20,7 @@ SPEAKER_ROWS = {  # our metric -> (label, published metric or None)
     "bosdis": ("bosdis (ReferentialGym's speaker-centred, EoS counted)", "bosdis"),
     "bosdis_listener": ("bosdis (EGG's listener-centred)", None),
     "topsim_referentialgym": ("topsim (ReferentialGym: cosine of class indices)", None),
+    "eoa_accuracy": ("Acc_EoA (a fresh listener, 512 epochs on the support, scored on the query)", "acc_eoa"),
 }
 D2_METRICS = {"factorvae_score": "FactorVAE", "mig": "MIG", "modularity": "Modularity"}
 # Appendix D.2's sampling protocols as variants: ReferentialGym's metric modules ran in the reference code
@@ -61,7 +62,8 @@ def table1(probes_frame: pd.DataFrame, stem: str) -> list[str]:
             f"({int(n['n'].max()) if len(n) else 0} per seed) of the metrics on 256 points of the episode's support "
             "split drawn in factor-fixed batches of 32 (ReferentialGym's protocol; d(j) ~ U{2..5}, O = 4, L = 4), "
             "then mean ± std over seeds. The paper's row is one unrecorded draw of that protocol (DEVIATIONS S1). "
-            "The learned agents' columns (ZSCT, EoA accuracy, S = 1, 2) come with the R2D2 runs.")
+            "Acc_EoA (the paper: N/A for PS): a fresh listener per episode on further episodes of each seed "
+            "(reprobench.s2b.eoa), chance 50%. The learned (multi-agent) columns are not built yet.")
     return tables.write_all(stem, header, rows, rows, pd.DataFrame(data), note=note)
 
 

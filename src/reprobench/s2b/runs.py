@@ -14,7 +14,12 @@ from reprobench.s2b.grid import EXPERIMENTS, R2D2, SIZES
 SPEAKER_SETTING = {"n_dims": 3, "v_min": 2, "v_max": 5, "n_oc": 4, "max_len": 4, "n_points": 256, "batch_size": 32}
 
 
-def speaker_run(seed: int, episodes: int, out: str, scale: str, v_min: int = 2, v_max: int = 5) -> None:
+def speaker_run(seed: int, episodes: int, out: str, scale: str, v_min: int = 2, v_max: int = 5, eoa_episodes: int = 0,
+                eoa_epochs: int = 512) -> None:
+    """The posdis speaker's metrics on `episodes` episodes, and its ease of acquisition (reprobench.s2b.eoa: a fresh
+    listener per episode, `eoa_epochs` epochs on the support combinations, scored on the query ones) on
+    `eoa_episodes` more, drawn from a generator of their own ([seed, 1]), their listeners seeded 1000 seed + k and
+    trained together."""
     import numpy as np
 
     setting = {**SPEAKER_SETTING, "v_min": v_min, "v_max": v_max}
@@ -25,12 +30,37 @@ def speaker_run(seed: int, episodes: int, out: str, scale: str, v_min: int = 2, 
         for _ in range(episodes):
             rows.append(probes.speaker_episode(rng, **setting))
             progress.update(1)
-    progress.close()
-    values = {k: [r[k] for r in rows] for k in probes.SPEAKER_METRICS}
+        progress.close()
+        values = {k: [r[k] for r in rows] for k in probes.SPEAKER_METRICS}
+        if eoa_episodes:
+            values.update(_posdis_eoa(seed, eoa_episodes, eoa_epochs, v_min, v_max))
     record = curves.provenance(paper=PAPER.id, experiment="speaker", model="posdis_speaker", seed=seed, scale=scale,
-                               variant="faithful", setting=setting, config={"episodes": episodes}, device="cpu",
-                               **timer.fields())
+                               variant="faithful", setting=setting,
+                               config={"episodes": episodes, "eoa_episodes": eoa_episodes, "eoa_epochs": eoa_epochs},
+                               device="cpu", **timer.fields())
     curves.write_curve(curves.series_rows(seed, [("episode", k, v) for k, v in values.items()]), out, record)
+
+
+def _posdis_eoa(seed: int, episodes: int, epochs: int, v_min: int, v_max: int) -> dict[str, list[float]]:
+    import numpy as np
+    import torch
+
+    from reprobench.s2b import eoa, stimuli
+
+    s = SPEAKER_SETTING
+    rng = np.random.default_rng([seed, 1])
+    spaces = [stimuli.sample_space(rng, n_dims=s["n_dims"], v_min=v_min, v_max=v_max, n_oc=s["n_oc"])
+              for _ in range(episodes)]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # these layers are tiny: one thread is faster (eoa's docstring)
+    try:
+        results = eoa.ease_of_acquisition_batch(spaces, eoa.posdis_speaker(s["max_len"]),
+                                                eoa.EoAConfig(epochs=epochs),
+                                                seeds=[1000 * seed + k for k in range(episodes)])
+    finally:
+        torch.set_num_threads(threads)
+    return {"eoa_accuracy": [r["accuracy"] for r in results],
+            "eoa_train_accuracy": [r["train_accuracy"] for r in results]}
 
 
 def disentanglement_run(seed: int, n_oc: list[int], out: str, scale: str) -> None:
