@@ -424,6 +424,15 @@ def test_archi_cadence_counts_finished_episodes():
         trainer._learn(finished)
         done.append(len(calls) - before)
     assert done == [4, 0, 4, 0, 4]
+    # min_handled (Table 4's LSTM: 2e3): nothing until the actors have handled that many experiences
+    assert (train.preset("table4_lstm").r2d2.min_handled, train.preset("table4_dcem").r2d2.min_handled) == (2000, 1)
+    trainer.config = dataclasses.replace(trainer.config, r2d2=dataclasses.replace(trainer.config.r2d2,
+                                                                                  min_handled=100))
+    trainer.cycle_counter, trainer.observations = 0, 99
+    trainer._learn(0)
+    trainer.observations = 100
+    trainer._learn(3)
+    assert len(calls) == 12 + 4
 
 
 def test_presets_hold_the_spec_values():

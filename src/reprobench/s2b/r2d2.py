@@ -82,7 +82,8 @@ class R2D2Config:
 
     replay_capacity and min_capacity count experiences (steps); the replay holds
     replay_capacity // (unroll - overlap) sequences and training starts once it holds
-    ceil(min_capacity / (unroll - overlap)) of them.
+    ceil(min_capacity / (unroll - overlap)) of them and, in the Archi runs, once the actors have handled
+    min_handled experiences (Regym's `min_handled_experiences`: 2e3 for Table 4's LSTM, 1 for ESBN and DCEM).
     """
 
     lr: float = 6.25e-5
@@ -98,6 +99,7 @@ class R2D2Config:
     target_update: str = "faithful"
     replay_capacity: int = 500_000
     min_capacity: int = 40_000
+    min_handled: int = 0
     alpha: float = 0.9
     beta: float = 0.6
     eta: float = 0.9
@@ -115,7 +117,7 @@ class R2D2Config:
     def __post_init__(self):
         for name in ("batch_size", "n_minibatches", "unroll", "n_step", "replay_capacity", "train_calls_per_cycle"):
             _check(name, getattr(self, name), int, 1)
-        for name in ("burn_in", "overlap", "min_capacity", "updates_per_step"):
+        for name in ("burn_in", "overlap", "min_capacity", "min_handled", "updates_per_step"):
             _check(name, getattr(self, name), int, 0)
         if self.burn_in >= self.unroll:
             raise ValueError(f"burn_in must be smaller than unroll ({self.unroll}), got {self.burn_in!r}")

@@ -12,7 +12,8 @@ episode's start, as are its previous action (none) and previous reward. Observat
 over actors (the spec's "observations"); the vector environment's next-step autoreset costs one extra step call per
 episode, which is neither stored nor counted. Transitions are cut into stored sequences by replay.SequenceBuilder.
 
-Learning (r2d2.R2D2Learner): once the replay holds min_capacity experiences' worth of sequences, `updates_per_step`
+Learning (r2d2.R2D2Learner): once the replay holds min_capacity experiences' worth of sequences (and the actors have
+handled min_handled experiences), `updates_per_step`
 train() calls per environment step (Table 2, Figure 6, recall: 1); with `episodes_per_cycle` (Table 4's Archi
 cadence, faithful to `752e46d0`): a counter of finished episodes, and `train_calls_per_cycle` calls whenever it is a
 multiple of `episodes_per_cycle` (0 included, so the calls also fire at every step before the first episode ends),
@@ -127,12 +128,12 @@ class TrainConfig:
             raise ValueError(f"env must not set seed or num_envs (TrainConfig sets them), got {dict(self.env)!r}")
 
 
-def _table4(core: str, max_period: int) -> dict:
+def _table4(core: str, max_period: int, min_handled: int) -> dict:
     env = dict(TABLE2_ENV, vocab_size=4, max_nbr_values_per_latent=3)
     return dict(env=env, n_actors=32, net=NetConfig(core=core),
                 r2d2=R2D2Config(batch_size=64, n_minibatches=4, unroll=40, burn_in=20, overlap=10, n_step=7,
-                                replay_capacity=10_000, min_capacity=1_000, episodes_per_cycle=32,
-                                train_calls_per_cycle=4),
+                                replay_capacity=10_000, min_capacity=1_000, min_handled=min_handled,
+                                episodes_per_cycle=32, train_calls_per_cycle=4),
                 recon=ReconConfig(period=2, adaptive=True, max_period=max_period), budget=10_000_000)
 
 
@@ -160,9 +161,9 @@ PRESETS = {
     # Table 2 (old Regym LSTM, 2022-05/07 sweeps): 32 actors, 5e6 observations, checkpoints every 5e5.
     "table2": lambda: dict(env=dict(TABLE2_ENV), n_actors=32, net=NetConfig(core="lstm"), r2d2=R2D2Config(),
                            recon=ReconConfig(period=10), budget=5_000_000, eval_every=500_000),
-    "table4_lstm": lambda: _table4("archi_lstm", 1000),
-    "table4_esbn": lambda: _table4("esbn", 200),
-    "table4_dcem": lambda: _table4("dcem", 200),
+    "table4_lstm": lambda: _table4("archi_lstm", 1000, 2000),
+    "table4_esbn": lambda: _table4("esbn", 200, 1),
+    "table4_dcem": lambda: _table4("dcem", 200, 1),
     "fig6_lstm": lambda: _fig6("lstm"),
     "fig6_dnc": lambda: _fig6("dnc"),
     # Figure 5 (old Regym DNC, 2021-10 sweeps): SCS vs OHE stimuli, 32 actors, 5e5 observations
@@ -184,13 +185,15 @@ def preset(name: str, **env_overrides) -> TrainConfig:
 
 def small(config: TrainConfig) -> TrainConfig:
     """The test-sized version of a preset (the default scale): 4 actors, tiny_net widths (layer counts kept), a
-    replay of 4000 experiences filled from 200, batches of 8 sequences, a 32-wide reconstruction head over the last 8
-    episodes, 4 greedy evaluation episodes on 4 actors. Everything structural stays the preset's: the task and its
-    environment, the core, unroll, burn-in, n-step, the target period, the training cadence, the reconstruction's
-    signals and schedule. small(preset("table2")) is TrainConfig() on Table 2's environment."""
+    replay of 4000 experiences filled from 200 (min_handled at most 200), batches of 8 sequences, a 32-wide
+    reconstruction head over the last 8 episodes, 4 greedy evaluation episodes on 4 actors. Everything structural
+    stays the preset's: the task and its environment, the core, unroll, burn-in, n-step, the target period, the
+    training cadence, the reconstruction's signals and schedule. small(preset("table2")) is TrainConfig() on Table
+    2's environment."""
     net = tiny_net(config.net.core, fc_activation=config.net.fc_activation, dnc_recon=config.net.dnc_recon,
                    dnc_controller=(16,) * len(config.net.dnc_controller))  # the recall DNC's one layer stays one
-    r2d2 = dataclasses.replace(config.r2d2, batch_size=8, replay_capacity=4000, min_capacity=200)
+    r2d2 = dataclasses.replace(config.r2d2, batch_size=8, replay_capacity=4000, min_capacity=200,
+                               min_handled=min(config.r2d2.min_handled, 200))
     return dataclasses.replace(config, n_actors=4, net=net, r2d2=r2d2,
                                recon=dataclasses.replace(config.recon, hidden=32, store=8), eval_actors=4,
                                eval_episodes=4)
@@ -454,14 +457,15 @@ class Trainer:
 
     def _learn(self, finished: int) -> None:
         r = self.config.r2d2
+        ready = len(self.replay) >= r.min_sequences and self.observations >= r.min_handled
         calls = r.updates_per_step
         if r.episodes_per_cycle is not None:
             self.cycle_counter += finished
             calls = 0
-            if self.cycle_counter % r.episodes_per_cycle == 0 and len(self.replay) >= r.min_sequences:
+            if self.cycle_counter % r.episodes_per_cycle == 0 and ready:
                 calls = r.train_calls_per_cycle
                 self.cycle_counter = 1
-        if len(self.replay) < r.min_sequences:
+        if not ready:
             return
         for _ in range(calls):
             self.losses.append(self.learner.train(self.replay))
