@@ -12,17 +12,23 @@ component-focused sampling, the costly part, which wants big batches), then the 
 (reprobench.s2b.env.generate_episodes). When a sub-environment needs an episode and has none waiting, every
 sub-environment is topped up to `episodes_ahead` waiting timelines, taken from its sampled phases, and if those run
 short every sub-environment is topped up to 4 x episodes_ahead sampled phases, the next keys of its own generator.
-The timelines wait in an arena of rows, packed into three arrays (int32, int8 and float32 fields, one row per
-observation, episode after episode, reprobench.s2b.env.packed_columns), and step() gathers row start + t of each
-sub-environment, plus array arithmetic for rewards and previous_game_*. When the arena is full, the rows of the
-episodes still current or waiting are moved to its front (to a bigger one when needed). A reset draws one episode per
-sub-environment that has none waiting; reset(seed=...) drops the seeded sub-environments' waiting episodes.
-Defaults hold about 2048 episodes' timelines and 8192 sampled phases (tens of MB at 256 sub-environments).
+The timelines wait in an arena: one int32 array, one row per observation, episode after episode, holding the
+EpisodeBatch fields (reprobench.s2b.env.packed_columns: the int32 ones, the float32 stimulus as its bits, the int8
+ones as bytes) plus what step() would otherwise work out at every step, once per row at packing: the right decision
+on a decision row (else -1), the reward table row, the phase/mode names row and a flag of the episode's last row. So
+step() is one gather of each sub-environment's row (one cache miss per row, where an array per field group would miss
+once per group) and a handful of array operations on it. When the arena is full, the rows still to be shown (of the
+current episodes, from their current row, and of the waiting ones) are moved to its front (to a bigger one when
+needed). A reset draws one episode per sub-environment that has none waiting; reset(seed=...) drops the seeded
+sub-environments' waiting episodes. Defaults hold about 2048 episodes' timelines and 8192 sampled phases (at 256
+sub-environments, about 30 MB for the paper's Table 2 setting, about 100 MB for 16 OC samples and 4 shots).
 
 Autoreset: AutoresetMode.NEXT_STEP (gymnasium's default): the step after a sub-environment terminates resets it,
 ignores its action, and returns its reset observation with reward 0, terminated False and the reset info.
 Infos are batched as gymnasium does: one array per key (object arrays for strings), with an all-True `_key` mask.
-Observation and info arrays of one step may be views of one another's buffers (fresh ones each step).
+Every array returned is fresh memory or a view of memory allocated at that step or the one before (mostly of the
+rows gathered for the observation, so observation and info arrays may be views of one another's buffers, and need not
+be contiguous); none is ever written to afterwards, so arrays kept across steps stay as they were.
 """
 
 from __future__ import annotations
@@ -52,11 +58,19 @@ from reprobench.s2b.env import (
 
 EPISODES_PER_REFILL = 2048  # the default episodes_ahead tops up about this many episodes at a time
 SAMPLES_PER_EPISODE_AHEAD = 4  # sampled phases wait for 4 x episodes_ahead episodes (they are small)
-_PHASES = np.array(PHASES, dtype=object)
-_DECISION_PHASES = np.array(["", *PHASES], dtype=object)  # indexed by decision mode + 1
-# indexed by 2 scored + correct, scored = 0 (no decision) or the decision's mode + 1
+PACK_CHUNK = 8192  # rows packed into the arena at a time (about 0.7 MB at the paper's settings)
+# Tables indexed by a step's outcome code: 2 scored + correct, scored = 0 (no decision) or the decision's mode + 1;
+# code 0 also stands for "no decision yet" in previous_game_*.
 _REWARDS = np.concatenate([[0.0, 0.0], reward_of(np.array([False, True, False, True]), np.array([0, 0, 1, 1]))])
-_RESULTS = np.array([[0, 0], [1, 0], [0, 1]], dtype=np.int8)  # previous_game_result: none yet, failure, success
+_PREV_REWARDS = _REWARDS.astype(np.float32)[:, None]  # previous_game_reward (1,)
+_RESULTS = np.array([[0, 0], [0, 0], [1, 0], [0, 1], [1, 0], [0, 1]], dtype=np.int8)  # previous_game_result
+_INT64 = np.dtype(np.int64)
+_DECISION_PHASES = np.array(["", "", PHASES[0], PHASES[0], PHASES[1], PHASES[1]], dtype=object)
+
+
+def _bytes(a: np.ndarray) -> np.ndarray:
+    """The rows of a 2-D array (its last axis contiguous) as one fixed-size byte string each: (rows, 1) void."""
+    return a.view(np.dtype((np.void, a.shape[1] * a.itemsize)))
 
 
 class MetaReferentialGameVector(VectorEnv):
@@ -101,166 +115,194 @@ class MetaReferentialGameVector(VectorEnv):
         self.single_action_space = action_space(cfg)
         self.observation_space = batch_space(self.single_observation_space, n)
         self.action_space = batch_space(self.single_action_space, n)
-        self._modes = mode_names(cfg)
+        self._n_decisions = cfg.n_decisions
+        self._n_decisions_u64 = np.uint64(cfg.n_decisions)
+        modes = mode_names(cfg)
+        # the phase and mode names of an observation, indexed by its label 2 (shot + 1) + mode
+        self._labels = np.array([[PHASES[m], modes[s]] for s in range(len(modes)) for m in range(2)], dtype=object)
         self._rngs: list[np.random.Generator] | None = None
-        # per sub-environment, the episodes waiting, in order: first those whose timelines are in the arena, as
-        # (first row, length, other_agent_id), then those whose phases only are sampled, as (key, batch id * 2**32 +
-        # row in the batch)
+
+        # The arena's rows, in int32 words: the EpisodeBatch ints, then three codes worked out at packing, answer (the
+        # target on a decision row, else -1, which no decision equals), score (2 (mode + 1) on a decision row, else 0)
+        # and label (2 (shot + 1) + mode, the row of its phase and mode names), then the stimulus's float32 bits, then
+        # the EpisodeBatch small fields and a flag of the episode's last row as bytes.
+        self._col = col = packed_columns(cfg)
+        n_ints = col["n_ints"]
+        self._answer, self._score, self._label = n_ints, n_ints + 1, n_ints + 2
+        self._stimulus = slice(n_ints + 3, n_ints + 3 + cfg.stimulus_dim)
+        self._small = n_ints + 3 + cfg.stimulus_dim
+        self._last_flag = col["n_small"]  # (a byte of the small fields' words)
+        self._arena = np.zeros((0, self._small + (col["n_small"] + 4) // 4), dtype=np.int32)
+        self._end = 0  # the arena's first unused row
+        self._listener_shape = (n, cfg.n_distractors + 1, cfg.n_latents)
+
+        # per sub-environment, the episodes whose timelines wait in the arena, in order: (first row, last row,
+        # other_agent_id)
         self._queues: list[deque[tuple]] = [deque() for _ in range(n)]
-        self._sampled: list[list[tuple]] = [[] for _ in range(n)]  # (and how many of each were taken already)
-        self._sampled_at = [0] * n
+        # the episodes whose phases only are sampled: flat arrays sorted by sub-environment (each one's in order):
+        # sub-environment, key, sampled batch id * 2**32 + row in the batch; and how many each sub-environment has
+        self._s_env = np.zeros(0, dtype=np.int64)
+        self._s_key = np.zeros(0, dtype=np.uint64)
+        self._s_ref = np.zeros(0, dtype=np.int64)
+        self._s_count = np.zeros(n, dtype=np.int64)
         self._phases: dict[int, list] = {}  # sampled batches: id -> [Phases, episodes not taken yet]
         self._next_phases = 0
-        self._col = col = packed_columns(cfg)  # the arena's rows are EpisodeBatch rows
-        self._width_i, self._width_8 = col["n_ints"], col["n_small"]
-        self._rows_i = np.zeros((0, self._width_i), dtype=np.int32)  # the arena: (rows, fields)
-        self._rows_8 = np.zeros((0, self._width_8), dtype=np.int8)
-        self._rows_f = np.zeros((0, cfg.stimulus_dim), dtype=np.float32)
-        self._end = 0  # the arena's first unused row
-        self._start = np.zeros(n, dtype=np.int64)  # each sub-environment's episode: its first row,
-        self._steps = np.ones(n, dtype=np.int64)  # its length
-        self._agent = np.zeros((n, 10), dtype=np.float32)  # and its other_agent_id
-        self._started = np.zeros(n, dtype=bool)  # whether the sub-environment's episode is current
-        self._t = np.zeros(n, dtype=np.int64)
-        self._prev_reward = np.zeros(n, dtype=np.float32)
-        self._prev_result = np.zeros(n, dtype=np.int8)  # 0 none yet, 1 failure, 2 success
+
+        # each sub-environment's current episode: the arena row of the observation last returned, its last row
+        # (terminal) and its other_agent_id; the outcome code of its last scored decision (0: none yet)
+        self._row = np.zeros(n, dtype=np.int64)
+        self._last = np.ones(n, dtype=np.int64)
+        self._agent = np.zeros((n, 10), dtype=np.float32)
+        self._prev_code = np.zeros(n, dtype=np.intp)
         self._autoreset = np.zeros(n, dtype=bool)
-        self._cur_decision = np.zeros(n, dtype=bool)  # of the observation last returned
-        self._cur_target = np.zeros(n, dtype=np.int64)
-        self._cur_mode = np.zeros(n, dtype=np.int8)
+        self._n_autoreset = 0
+        # of the observation last returned (views of its gathered rows, never written): answer, score, decision
+        self._cur_answer = np.full(n, -1, dtype=np.int64)
+        self._cur_score = np.zeros(n, dtype=np.int64)
+        self._cur_decided = np.zeros(n, dtype=bool)
         self._role = np.tile(np.array([0, 1], dtype=np.int8), (n, 1))
+        self._masks = np.ones((11, n), dtype=bool)  # the infos' `_key` masks, copied at each step
 
     # -- episodes --------------------------------------------------------------------------------------------------
     def _sample(self, counts: np.ndarray) -> None:
-        """Append counts[i] episodes to sub-environment i's sampled queue: the next keys of its generator, their
-        phases sampled as one batch (entries (key, batch id * 2**32 + row))."""
-        envs = np.flatnonzero(counts).tolist()
-        keys = np.concatenate([episode_keys(self._rngs[i], int(counts[i])) for i in envs])
+        """Append counts[i] episodes to sub-environment i's sampled ones: the next keys of its generator, their
+        phases sampled as one batch."""
+        envs = np.flatnonzero(counts)
+        keys = np.concatenate([episode_keys(self._rngs[i], int(counts[i])) for i in envs.tolist()])
         batch_id = self._next_phases
         self._next_phases += 1
         self._phases[batch_id] = [sample_phases(keys, self.config), len(keys)]
-        entries = list(zip(keys.tolist(), range(batch_id << 32, (batch_id << 32) + len(keys)), strict=True))
-        at = 0
-        for i in envs:
-            self._sampled[i].extend(entries[at:at + counts[i]])
-            at += counts[i]
+        env = np.concatenate([self._s_env, np.repeat(envs, counts[envs])])
+        order = np.argsort(env, kind="stable")  # by sub-environment, the older entries first
+        self._s_env = env[order]
+        self._s_key = np.concatenate([self._s_key, keys])[order]
+        self._s_ref = np.concatenate([self._s_ref, (batch_id << 32) + np.arange(len(keys))])[order]
+        self._s_count = self._s_count + counts
 
-    def _draw(self, counts: np.ndarray, top_up: bool) -> None:
-        """Append counts[i] episodes to sub-environment i's queue, taken from its sampled queue (topped up first if
+    def _release(self, refs: np.ndarray) -> None:
+        """Count the sampled entries `refs` as taken (or dropped): a sampled batch is let go once all are."""
+        ids, taken = np.unique(refs >> 32, return_counts=True)
+        for b, k in zip(ids.tolist(), taken.tolist(), strict=True):
+            self._phases[b][1] -= k
+            if self._phases[b][1] == 0:
+                del self._phases[b]
+
+    def _draw(self, counts: np.ndarray, top_up: bool, live: np.ndarray) -> None:
+        """Append counts[i] episodes to sub-environment i's queue, taken from its sampled ones (topped up first if
         short: all sub-environments to samples_ahead, or, if not top_up, just what is missing), their timelines
-        drawn as one batch and packed at the end of the arena."""
-        sampled, sampled_at = self._sampled, self._sampled_at
-        counts_list = counts.tolist()
-        have = [len(q) - at for q, at in zip(sampled, sampled_at, strict=True)]
-        short = [max(c - h, 0) for c, h in zip(counts_list, have, strict=True)]
-        if any(short):
-            self._sample(np.array([max(self.samples_ahead + c - h, 0) for c, h in zip(counts_list, have, strict=True)]
-                                  if top_up else short))
-        envs = np.flatnonzero(counts).tolist()
-        taken = []
-        for i in envs:
-            at = sampled_at[i]
-            taken += sampled[i][at:at + counts_list[i]]
-            at += counts_list[i]
-            if 2 * at > len(sampled[i]):  # drop the entries taken
-                del sampled[i][:at]
-                at = 0
-            sampled_at[i] = at
-        taken = np.array(taken, dtype=np.uint64)
-        keys, ids, rows = taken[:, 0], (taken[:, 1] >> np.uint64(32)).astype(np.int64), (
-            taken[:, 1] & np.uint64(0xFFFFFFFF)).astype(np.int64)
-        groups = np.unique(ids).tolist()
-        if len(groups) == 1:
-            order, parts = np.arange(len(ids)), [(groups[0], rows)]
-        else:  # group by sampled batch
-            masks = [ids == b for b in groups]
-            order = np.concatenate([np.flatnonzero(mask) for mask in masks])
-            parts = [(b, rows[mask]) for b, mask in zip(groups, masks, strict=True)]
-        phases = []
-        for b, part in parts:
-            phases.append(self._phases[b][0].take(part))
-            self._phases[b][1] -= len(part)
-            if self._phases[b][1] == 0:
-                del self._phases[b]
-        batch = generate_episodes(keys[order], self.config, phases[0] if len(phases) == 1 else
-                                  Phases.concatenate(phases))
-        first = self._pack(batch)
+        drawn as one batch and packed at the end of the arena (the current episodes of `live` kept)."""
+        short = np.maximum(counts - self._s_count, 0)
+        if short.any():
+            self._sample(np.maximum(self.samples_ahead + counts - self._s_count, 0) if top_up else short)
+        # the first counts[i] sampled entries of each sub-environment i (its entries are a run of the sorted arrays)
+        env = self._s_env
+        first = np.cumsum(self._s_count) - self._s_count
+        take = np.arange(len(env)) - first[env] < counts[env]
+        keys, refs = self._s_key[take], self._s_ref[take]
+        rest = ~take
+        self._s_env, self._s_key, self._s_ref = env[rest], self._s_key[rest], self._s_ref[rest]
+        self._s_count = self._s_count - counts
+        ids = refs >> 32
+        order = np.argsort(ids, kind="stable")  # grouped by sampled batch
+        ids, rows = ids[order], refs[order] & 0xFFFFFFFF
+        bounds = np.flatnonzero(np.diff(ids)) + 1
+        parts = [self._phases[int(ids[lo])][0].take(rows[lo:hi])
+                 for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(ids)], strict=True)]
+        self._release(refs)
+        batch = generate_episodes(keys[order], self.config, parts[0] if len(parts) == 1 else
+                                  Phases.concatenate(parts))
+        offsets = self._pack(batch, live) + batch.offsets
         position = np.empty_like(order)
-        position[order] = np.arange(len(order))  # each taken episode's row in the batch
-        entries = list(zip((first + batch.offsets[:-1])[position].tolist(), batch.n_steps[position].tolist(),
+        position[order] = np.arange(len(order))  # each taken episode's place in the batch
+        entries = list(zip(offsets[:-1][position].tolist(), (offsets[1:] - 1)[position].tolist(),
                            batch.other_agent_id[position], strict=True))
-        at = 0
+        lo = 0
+        for i, c in enumerate(counts.tolist()):
+            if c:
+                self._queues[i].extend(entries[lo:lo + c])
+                lo += c
+
+    def _forget(self, envs: list[int]) -> None:
+        """Drop the waiting episodes of sub-environments `envs` (their generators were reseeded)."""
         for i in envs:
-            self._queues[i].extend(entries[at:at + counts_list[i]])
-            at += counts_list[i]
+            self._queues[i].clear()
+        drop = np.isin(self._s_env, envs)
+        if drop.any():
+            self._release(self._s_ref[drop])
+            keep = ~drop
+            self._s_env, self._s_key, self._s_ref = self._s_env[keep], self._s_key[keep], self._s_ref[keep]
+        self._s_count[envs] = 0
 
-    def _forget(self, i: int) -> None:
-        """Drop sub-environment i's waiting episodes (its generator was reseeded)."""
-        self._queues[i].clear()
-        for _, entry in self._sampled[i][self._sampled_at[i]:]:
-            b = entry >> 32
-            self._phases[b][1] -= 1
-            if self._phases[b][1] == 0:
-                del self._phases[b]
-        self._sampled[i].clear()
-        self._sampled_at[i] = 0
-
-    def _pack(self, batch: EpisodeBatch) -> int:
-        """Copy the batch's rows into the arena (made room for first); returns the row of its first one."""
+    def _pack(self, batch: EpisodeBatch, live: np.ndarray) -> int:
+        """Copy the batch's rows into the arena (made room for first, the current episodes of `live` kept), with
+        their codes; returns the row of its first one."""
         rows = int(batch.offsets[-1])
-        if self._end + rows > len(self._rows_i):
-            self._compact(rows)
-        at = self._end
-        self._rows_i[at:at + rows] = batch.ints
-        self._rows_8[at:at + rows] = batch.small
-        self._rows_f[at:at + rows] = batch.stimulus
+        if self._end + rows > len(self._arena):
+            self._compact(rows, live)
+        at, col = self._end, self._col
         self._end = at + rows
+        ints, small = np.ascontiguousarray(batch.ints), np.ascontiguousarray(batch.small)
+        stimulus = np.ascontiguousarray(batch.stimulus)
+        # A chunk of rows at a time, so that the rows stay in the cache from their first read (from memory) to the
+        # last write: each field group is copied as one (rows,) array of fixed-size byte strings (a row-by-row copy
+        # of a few numbers each costs about twice as much), and the codes are worked out from the copied rows.
+        for lo in range(0, rows, PACK_CHUNK):
+            hi = min(lo + PACK_CHUNK, rows)
+            out = self._arena[at + lo:at + hi]
+            _bytes(out[:, :col["n_ints"]])[:] = _bytes(ints[lo:hi])
+            _bytes(out[:, self._stimulus])[:] = _bytes(stimulus[lo:hi])
+            out_small = out[:, self._small:].view(np.int8)
+            _bytes(out_small[:, :col["n_small"]])[:] = _bytes(small[lo:hi])
+            decision, mode = out_small[:, col["decision"]].view(bool), out_small[:, col["mode"]]
+            out[:, self._answer] = np.where(decision, out[:, col["target"]], -1)
+            out[:, self._score] = decision * (2 * mode + 2)
+            out[:, self._label] = 2 * out[:, col["shot"]] + 2 + mode
+            out_small[:, self._last_flag] = 0
+        self._arena[at:at + rows, self._small:].view(np.int8)[batch.offsets[1:] - 1, self._last_flag] = 1
         return at
 
-    def _compact(self, extra: int) -> None:
-        """Move the rows of the episodes still current or waiting to the front of the arena, grown if they and
-        `extra` more rows would fill more than half of it."""
-        live = [(int(self._start[i]), int(self._steps[i])) for i in range(self.num_envs) if self._started[i]]
-        live += [(s, n) for q in self._queues for s, n, _ in q]
-        start = np.array([s for s, _ in live], dtype=np.int64)
-        length = np.array([n + 1 for _, n in live], dtype=np.int64)
+    def _compact(self, extra: int, live: np.ndarray) -> None:
+        """Move the rows still to be shown (of the current episodes of `live`, from their current row on, and of the
+        waiting episodes) to the front of the arena, grown if they and `extra` more rows would fill more than half
+        of it."""
+        current = np.flatnonzero(live)
+        waiting = [(s, e) for q in self._queues for s, e, _ in q]
+        start = np.concatenate([self._row[current], np.array([s for s, _ in waiting], dtype=np.int64)])
+        length = np.concatenate([self._last[current], np.array([e for _, e in waiting], dtype=np.int64)]) + 1 - start
         dest = np.cumsum(length) - length
         total = int(length.sum())
-        moved = np.repeat(start - dest, length) + np.arange(total)
-        grow = 2 * (total + extra) > len(self._rows_i)
-        for name in ("_rows_i", "_rows_8", "_rows_f"):
-            old = getattr(self, name)
-            rows = old.take(moved, axis=0)
-            if grow:
-                old = np.empty((2 * (total + extra), old.shape[1]), dtype=old.dtype)
-                setattr(self, name, old)
-            old[:total] = rows
-        new_start = dict(zip(start.tolist(), dest.tolist(), strict=True))
-        for i in range(self.num_envs):
-            if self._started[i]:
-                self._start[i] = new_start[int(self._start[i])]
-        self._queues = [deque((new_start[s], n, a) for s, n, a in q) for q in self._queues]
+        rows = self._arena.take(np.repeat(start - dest, length) + np.arange(total), axis=0)
+        if 2 * (total + extra) > len(self._arena):
+            self._arena = np.empty((2 * (total + extra), self._arena.shape[1]), dtype=np.int32)
+        self._arena[:total] = rows
+        k = len(current)
+        self._row[current] = dest[:k]
+        self._last[current] -= (start - dest)[:k]
+        shift = (start - dest).tolist()
+        for q in self._queues:
+            moved = [(s - shift[j], e - shift[j], a) for j, (s, e, a) in enumerate(q, k)]
+            k += len(q)
+            q.clear()
+            q.extend(moved)
         self._end = total
 
     def _advance(self, envs: np.ndarray, top_up: bool) -> None:
         """Move sub-environments `envs` to their next episode, drawing episodes first if one has none waiting: then,
         if top_up, every sub-environment is topped up to episodes_ahead waiting episodes (plus the one it needs now)."""
-        queues = self._queues
-        self._started[envs] = False  # their current episodes are over: compaction may drop them
-        if any(not queues[i] for i in envs):
+        queues, envs_list = self._queues, envs.tolist()
+        if any(not queues[i] for i in envs_list):
             ahead = self.episodes_ahead if top_up else 0
             counts = np.array([max(ahead - len(q), 0) for q in queues], dtype=np.int64)
-            for i in envs:
+            for i in envs_list:
                 if not queues[i]:
                     counts[i] += 1
-            self._draw(counts, top_up)
-            queues = self._queues
-        for i in envs.tolist():
-            self._start[i], self._steps[i], self._agent[i] = queues[i].popleft()
-        self._started[envs] = True
-        self._t[envs] = 0
-        self._prev_reward[envs] = 0.0  # (observations hold copies)
-        self._prev_result[envs] = 0
+            live = np.ones(self.num_envs, dtype=bool)
+            live[envs] = False  # their current episodes are over: compaction may drop them
+            self._draw(counts, top_up, live)
+        row, last, agent = self._row, self._last, self._agent
+        for i in envs_list:
+            row[i], last[i], agent[i] = queues[i].popleft()
+        self._prev_code[envs] = 0  # (observations hold copies)
 
     # -- API -------------------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict | None = None):
@@ -279,80 +321,78 @@ class MetaReferentialGameVector(VectorEnv):
                 raise ValueError(f"seed must be an int or a list of {self.num_envs} seeds, got {seed!r}")
         if self._rngs is None:
             self._rngs = [None] * self.num_envs
+        reseeded = []
         for i, s in enumerate(seeds):
             if s is not None or self._rngs[i] is None:
                 self._rngs[i], _ = seeding.np_random(s)
-                self._forget(i)  # episodes of the old seed
+                reseeded.append(i)
+        self._forget(reseeded)  # episodes of the old seeds
         self._advance(np.arange(self.num_envs), top_up=False)
-        self._autoreset[:] = False
-        return self._observe(np.zeros(self.num_envs, dtype=bool), np.zeros(self.num_envs, dtype=bool),
-                             np.zeros(self.num_envs, dtype=np.int64))
+        n = self.num_envs
+        return self._observe(np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), np.zeros(n, dtype=np.intp))
 
     def step(self, actions):
         if self._rngs is None:
             raise RuntimeError("call reset() before step()")
         decision = self._decisions(actions)
-        resetting = self._autoreset
-        decided = self._cur_decision  # (False for a terminated sub-environment: its last observation is no decision)
-        correct = decided & (decision == self._cur_target)
-        scored = decided * (self._cur_mode + 1)
-        rewards = _REWARDS.take(2 * scored + correct)
-        np.copyto(self._prev_reward, rewards, where=decided, casting="same_kind")
-        np.copyto(self._prev_result, 1 + correct.view(np.int8), where=decided)
-        self._t += 1
-        if resetting.any():
-            self._advance(np.flatnonzero(resetting), top_up=True)  # (t = 0, so no termination)
-        terminations = self._t == self._steps
-        self._autoreset = terminations
-        obs, infos = self._observe(decided, correct, scored)
-        return obs, rewards, terminations.copy(), np.zeros(self.num_envs, dtype=bool), infos
+        decided = self._cur_decided  # (False for a terminated sub-environment: its last observation is no decision)
+        correct = decision == self._cur_answer  # (-1 where no decision)
+        code = self._cur_score + correct
+        np.copyto(self._prev_code, code, where=decided)
+        self._row += 1
+        if self._n_autoreset:
+            self._advance(self._autoreset.nonzero()[0], top_up=True)  # (their code is 0)
+        obs, infos = self._observe(decided, correct, code)
+        terminations = self._autoreset  # (set by _observe)
+        return obs, _REWARDS.take(code), terminations.copy(), np.zeros(self.num_envs, dtype=bool), infos
 
     def _decisions(self, actions) -> np.ndarray:
-        value = actions["decision"] if isinstance(actions, Mapping) else actions
+        value = actions["decision"] if type(actions) is dict or isinstance(actions, Mapping) else actions
         arr = np.asarray(value)
         if arr.shape != (self.num_envs,) or arr.dtype.kind not in "iu":
             raise ValueError(f"actions decision must be ({self.num_envs},) integers, got shape {arr.shape} "
                              f"dtype {arr.dtype}")
-        n = self.config.n_decisions
-        if arr.dtype != np.int64:
+        if arr.dtype is not _INT64:  # (the native int64 dtype is a singleton)
             arr = arr.astype(np.int64)
-        if (arr.view(np.uint64) >= n).any():  # (a negative decision reads as a huge unsigned one)
-            raise ValueError(f"actions decision must lie in [0, {n}), got {arr.tolist()}")
+        if np.count_nonzero(arr.view(np.uint64) >= self._n_decisions_u64):  # (a negative one reads as huge)
+            raise ValueError(f"actions decision must lie in [0, {self._n_decisions}), got {arr.tolist()}")
         return arr
 
-    def _observe(self, decided: np.ndarray, correct: np.ndarray, decision_phase: np.ndarray):
-        """The observations and infos of row start + t of every sub-environment (decision_phase: 0 for no decision,
-        else the decision's mode + 1)."""
-        cfg, col, n = self.config, self._col, self.num_envs
-        row = self._start + self._t
-        ints = self._rows_i.take(row, axis=0).astype(np.int64)
-        small = self._rows_8.take(row, axis=0)
-        mode = small[:, col["mode"]]
-        self._cur_decision = small[:, col["decision"]].astype(bool)
-        self._cur_target = ints[:, col["target"]].copy()
-        self._cur_mode = mode.copy()
+    def _observe(self, decided: np.ndarray, correct: np.ndarray, code: np.ndarray):
+        """The observations and infos of every sub-environment's current row (decided, correct, code: of the action
+        just taken)."""
+        col = self._col
+        block = self._arena.take(self._row, axis=0)  # one gather; the fields below are views of it or of `ints`
+        ints = block.astype(np.int64)  # (the whole block: a contiguous conversion is the cheaper one)
+        small = block[:, self._small:].view(np.int8)
+        self._cur_answer, self._cur_score = ints[:, self._answer], ints[:, self._score]
+        self._cur_decided = small[:, col["decision"]].view(bool)
+        self._autoreset = small[:, self._last_flag].view(bool)  # terminated: the episode's last row
+        self._n_autoreset = np.count_nonzero(self._autoreset)
+        labels = self._labels.take(ints[:, self._label], axis=0)
+        prev = self._prev_code
         obs = {
             "communication_channel": ints[:, col["comm"]],
             "mode_id": small[:, col["mode_id"]],
             "other_agent_id": self._agent.copy(),
-            "previous_game_result": _RESULTS.take(self._prev_result, axis=0),
-            "previous_game_reward": self._prev_reward[:, None].copy(),
+            "previous_game_result": _RESULTS.take(prev, axis=0),
+            "previous_game_reward": _PREV_REWARDS.take(prev, axis=0),
             "role_id": self._role.copy(),
-            "stimulus": self._rows_f.take(row, axis=0),
+            "stimulus": block[:, self._stimulus].view(np.float32),
         }
-        masks = np.ones((11, n), dtype=bool)
+        masks = self._masks.copy()
         info = {
-            "phase": _PHASES.take(mode),
-            "mode": self._modes.take(ints[:, col["shot"]] + 1),
+            "phase": labels[:, 0],
+            "mode": labels[:, 1],
             "round_idx": ints[:, col["round_idx"]],
             "round_id": small[:, col["round_id"]],
             "game_index": ints[:, col["game"]],
             "target_decision": ints[:, col["target"]],
             "speaker_latents": ints[:, col["speaker_latents"]],
-            "listener_latents": ints[:, col["listener_latents"]].reshape(n, cfg.n_distractors + 1, cfg.n_latents),
+            "listener_latents": ints[:, col["listener_latents"]].reshape(self._listener_shape),
             "decided": decided,
             "correct": correct,
-            "decision_phase": _DECISION_PHASES.take(decision_phase),
+            "decision_phase": _DECISION_PHASES.take(code),
             "_phase": masks[0], "_mode": masks[1], "_round_idx": masks[2], "_round_id": masks[3],
             "_game_index": masks[4], "_target_decision": masks[5], "_speaker_latents": masks[6],
             "_listener_latents": masks[7], "_decided": masks[8], "_correct": masks[9], "_decision_phase": masks[10],
