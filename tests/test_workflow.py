@@ -219,7 +219,9 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
     assert sorted(zsct.groupby(["experiment", "model"]).size().items()) == [
         (("fig6", "lstm_rec"), 2), (("table4", "lstm"), 2), (("zsct", "r2d2"), 2),
         (("zsct", "scripted_listener.PerfectListener"), 2)]
-    assert zsct.loc[zsct["model"] == "lstm_rec", "rec_stimulus_accuracy"].notna().all()
+    # Table 4 reconstructs (its short episodes finish within 300 observations; Figure 6's do not); an agent does not
+    assert zsct.loc[zsct["experiment"] == "table4", "rec_stimulus_accuracy"].notna().all()
+    assert zsct.loc[zsct["model"] != "r2d2", "rec_stimulus_accuracy"].isna().sum() == 4
     # Curves: one file per seed, readable, with provenance, hive-readable as one dataset.
     wade_curves = list((results / "wade/curves").rglob("*.parquet"))
     assert len(wade_curves) == 2 * 2 * (2 + 1 + 4) + 2 * 2  # tasks x seeds x (2 rules, ESN, 4 trained) + IMDB

@@ -20,7 +20,7 @@ SPEAKER_ROWS = {  # our metric -> (label, published metric or None)
     "bosdis": ("bosdis (ReferentialGym's speaker-centred, EoS counted)", "bosdis"),
     "bosdis_listener": ("bosdis (EGG's listener-centred)", None),
     "topsim_referentialgym": ("topsim (ReferentialGym: cosine of class indices)", None),
-    "eoa_accuracy": ("Acc_EoA (a fresh listener, 512 epochs on the support, scored on the query)", "acc_eoa"),
+    "eoa_accuracy": ("Acc_EoA (a fresh listener trained on the support, scored on the query)", "acc_eoa"),
 }
 D2_METRICS = {"factorvae_score": "FactorVAE", "mig": "MIG", "modularity": "Modularity"}
 # Appendix D.2's sampling protocols as variants: ReferentialGym's metric modules ran in the reference code
