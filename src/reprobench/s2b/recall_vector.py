@@ -29,6 +29,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from reprobench.s2b.recall import REWARD_RIGHT, REWARD_WRONG, RecallGame
+from reprobench.s2b.vector_env import sub_seeds
 
 _FIELDS = ("target", "query_dim", "game", "shot", "is_query", "stale")  # the int buffer's columns
 _TARGET, _QUERY_DIM, _GAME, _SHOT, _IS_QUERY, _STALE = range(len(_FIELDS))
@@ -105,15 +106,7 @@ class RecallGameVector(VectorEnv):
         seed + i on the first reset and the generators' continuation afterwards."""
         if options is not None and "reset_mask" in options:
             raise ValueError("options['reset_mask'] (partial resets) is not supported")
-        if seed is None:
-            seeds = [None] * self.num_envs
-        elif isinstance(seed, int | np.integer) and not isinstance(seed, bool):
-            seeds = [int(seed) + i for i in range(self.num_envs)]
-            super().reset(seed=int(seed))
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"seed must be an int or a list of {self.num_envs} seeds, got {seed!r}")
+        seeds = sub_seeds(self, seed)
         for i, s in enumerate(seeds):
             self._start(i, s)
         self._autoreset[:] = False

@@ -125,15 +125,21 @@ def table4(zsct: pd.DataFrame, stem: str) -> list[str]:
     return tables.write_all(stem, header, rows, rows, pd.DataFrame(data), note=note)
 
 
+def _curves_by_model(paths: list[str]) -> dict[tuple[str, str], list[pd.DataFrame]]:
+    """{(model, variant): one wide frame per seed} of training curve files."""
+    runs: dict[tuple[str, str], list[pd.DataFrame]] = {}
+    for path in paths:
+        frame, record = curves.read_curve(path)
+        runs.setdefault((record["model"], record["variant"]), []).append(curves.wide(frame))
+    return runs
+
+
 def figure5(paths: list[str], stem: str) -> list[str]:
     """The second shot's accuracy over observations per representation: the training episodes' (epsilon-greedy, the
     reference's logged S2B/Accuracy/Mean/train1) solid, the greedy evaluations' dashed; mean and min-max band."""
     import matplotlib.pyplot as plt
 
-    runs: dict[tuple[str, str], list[pd.DataFrame]] = {}
-    for path in paths:
-        frame, record = curves.read_curve(path)
-        runs.setdefault((record["model"], record["variant"]), []).append(curves.wide(frame))
+    runs = _curves_by_model(paths)
     colors = {"ohe": plotting.COLORS[0], "scs": plotting.COLORS[3]}  # the paper's: OHE blue, SCS orange
     with plotting.style(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a record with no finished episode holds NaN: a gap
@@ -160,10 +166,7 @@ def figure6(paths: list[str], stem: str) -> list[str]:
     and the min-max band, one line per (model, variant)."""
     import matplotlib.pyplot as plt
 
-    runs: dict[tuple[str, str], list[pd.DataFrame]] = {}
-    for path in paths:
-        frame, record = curves.read_curve(path)
-        runs.setdefault((record["model"], record["variant"]), []).append(curves.wide(frame))
+    runs = _curves_by_model(paths)
     with plotting.style():
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
         for k, ((model, variant), frames) in enumerate(sorted(runs.items())):
@@ -302,33 +305,29 @@ def figure4(stem: str, seed: int = 0) -> list[str]:
 
 def comparison_rows(probes_frame: pd.DataFrame, zsct: pd.DataFrame | None = None) -> list[dict]:
     """Table 1's PS row (a property of the speaker and the stimuli) and Appendix D.2 (of the stimuli): the paper's
-    single values against our mean ± std over seeds; Table 2's mean ± std against ours."""
+    single values against our mean ± std over seeds; Tables 2 and 4: the paper's mean ± std against ours."""
     rows = []
     if zsct is not None and len(zsct):
+        # (result, experiment, stats grouping, (stats row) -> (our row label, the paper's setting))
+        tables = [("table2", "zsct", ("model", "variant", "n_oc", "shots"),
+                   lambda r: (f"O={r.n_oc} S={r.shots}" + ("" if r.model == R2D2 else f" ({r.model})"),
+                              f"O={r.n_oc} S={r.shots}")),
+                  ("table4", "table4", ("variant", "model"),
+                   lambda r: (TABLE4_MODELS.get(r.model, r.model), TABLE4_MODELS.get(r.model)))]
         pub = published.tables()
-        for r in _zsct_stats(zsct).itertuples():
-            p = pub[(pub["table"] == "table2") & (pub["setting"] == f"O={r.n_oc} S={r.shots}")]
-            if not len(p):
-                continue
-            row = f"O={r.n_oc} S={r.shots}" + ("" if r.model == R2D2 else f" ({r.model})")
-            rows.append(compare.row(
-                benchmark="s2b", result="table2", row=row, metric="acc_zsct",
-                published=Interval.mean_std(float(p["mean"].iloc[0]), float(p["std"].iloc[0])),
-                reproduced=Interval.mean_std(r.mean, r.std), n_runs=int(r.n_seeds),
-                scale=curves.scale_label(zsct[zsct["experiment"] == "zsct"]),
-                variant=r.variant, spread="mean ± std ranges"))
-        for r in _zsct_stats(zsct, "table4", ("variant", "model")).itertuples():
-            paper = TABLE4_MODELS.get(r.model)
-            p = pub[(pub["table"] == "table4") & (pub["setting"] == paper)]
-            if not len(p):
-                continue
-            rows.append(compare.row(
-                benchmark="s2b", result="table4", row=paper, metric="acc_zsct",
-                published=Interval.mean_std(float(p["mean"].iloc[0]), float(p["std"].iloc[0])),
-                reproduced=Interval.mean_std(r.mean, r.std), n_runs=int(r.n_seeds),
-                scale=curves.scale_label(zsct[zsct["experiment"] == "table4"]), variant=r.variant,
-                spread="mean ± std ranges",
-                deviation=compare.deviation(published.DEVIATIONS, "table4", paper, "acc_zsct", r.variant)))
+        for result, experiment, by, label in tables:
+            for r in _zsct_stats(zsct, experiment, by).itertuples():
+                row, setting = label(r)
+                p = pub[(pub["table"] == result) & (pub["setting"] == setting)]
+                if not len(p):
+                    continue
+                rows.append(compare.row(
+                    benchmark="s2b", result=result, row=row, metric="acc_zsct",
+                    published=Interval.mean_std(float(p["mean"].iloc[0]), float(p["std"].iloc[0])),
+                    reproduced=Interval.mean_std(r.mean, r.std), n_runs=int(r.n_seeds),
+                    scale=curves.scale_label(zsct[zsct["experiment"] == experiment]), variant=r.variant,
+                    spread="mean ± std ranges",
+                    deviation=compare.deviation(published.DEVIATIONS, result, row, "acc_zsct", r.variant)))
     scale = curves.scale_label(probes_frame) if len(probes_frame) else ""
     speaker = probes_frame[probes_frame["experiment"] == "speaker"]
     for metric in ("topsim", "posdis", "bosdis"):

@@ -73,6 +73,20 @@ def _bytes(a: np.ndarray) -> np.ndarray:
     return a.view(np.dtype((np.void, a.shape[1] * a.itemsize)))
 
 
+def sub_seeds(env: VectorEnv, seed) -> list:
+    """The seed of each sub-environment (gymnasium's SyncVectorEnv convention): seed + i for an int (which also
+    seeds the vector env's own generator), seeds[i] for a list, None each for None."""
+    if seed is None:
+        return [None] * env.num_envs
+    if isinstance(seed, int | np.integer) and not isinstance(seed, bool):
+        VectorEnv.reset(env, seed=int(seed))
+        return [int(seed) + i for i in range(env.num_envs)]
+    seeds = list(seed)
+    if len(seeds) != env.num_envs:
+        raise ValueError(f"seed must be an int or a list of {env.num_envs} seeds, got {seed!r}")
+    return seeds
+
+
 class MetaReferentialGameVector(VectorEnv):
     """num_envs MetaReferentialGame episodes at once; the constructor takes the single environment's arguments, plus
     episodes_ahead (timelines drawn ahead per sub-environment, SAMPLES_PER_EPISODE_AHEAD times as many sampled
@@ -310,15 +324,7 @@ class MetaReferentialGameVector(VectorEnv):
         seed + i on the first reset and the generators' continuation afterwards."""
         if seed is None and self._rngs is None and self._seed is not None:
             seed = self._seed
-        if seed is None:
-            seeds = [None] * self.num_envs
-        elif isinstance(seed, int | np.integer) and not isinstance(seed, bool):
-            seeds = [int(seed) + i for i in range(self.num_envs)]
-            super().reset(seed=int(seed))
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"seed must be an int or a list of {self.num_envs} seeds, got {seed!r}")
+        seeds = sub_seeds(self, seed)
         if self._rngs is None:
             self._rngs = [None] * self.num_envs
         reseeded = []
