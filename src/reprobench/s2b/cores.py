@@ -77,6 +77,7 @@ class ActionLayout:
         if kind not in ACTION_KINDS:
             raise ValueError(f"action kind must be one of {ACTION_KINDS}, got {kind!r}")
         self.kind, self.n_decisions = kind, int(n_decisions)
+        self.vocab_size, self.max_len = int(vocab_size), int(max_len)
         self.n_sentences = 1 + sum(vocab_size ** p for p in range(1, max_len + 1)) if kind == "combined" else 1
         self.n_actions = self.n_decisions * self.n_sentences + 1
         self.noop = self.n_actions - 1
@@ -88,6 +89,24 @@ class ActionLayout:
         """The environment's decision of each action (the no-op is decision 0, as the reference's wrapper)."""
         a = np.asarray(actions, dtype=np.int64)
         return np.where(a == self.noop, 0, a // self.n_sentences)
+
+    def messages(self, actions: np.ndarray) -> np.ndarray:
+        """(n, L) int64: the sentence of each action (a % #sentences; the no-op's is empty), as the reference's wrapper
+        enumerates them: sentence 0 is all EoS, then the V^p sentences of length p = 1..L in turn, little-endian (the
+        first token is the least significant digit), tokens 1..V, EoS (0) after them."""
+        if self.kind != "combined":
+            raise ValueError("only the 'combined' action layout holds sentences")
+        a = np.asarray(actions, dtype=np.int64)
+        s = np.where(a == self.noop, 0, a % self.n_sentences)
+        out = np.zeros((len(s), self.max_len), dtype=np.int64)
+        start = 1
+        for p in range(1, self.max_len + 1):
+            k = s - start
+            inside = (k >= 0) & (k < self.vocab_size ** p)
+            for j in range(p):
+                out[:, j] = np.where(inside, 1 + (k // self.vocab_size ** j) % self.vocab_size, out[:, j])
+            start += self.vocab_size ** p
+        return out
 
     def random_actions(self, rng: np.random.Generator, decision: np.ndarray) -> np.ndarray:
         """A uniformly random legal action per actor (one draw per actor, whatever its step)."""

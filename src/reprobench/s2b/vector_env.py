@@ -91,7 +91,8 @@ class MetaReferentialGameVector(VectorEnv):
     """num_envs MetaReferentialGame episodes at once; the constructor takes the single environment's arguments, plus
     episodes_ahead (timelines drawn ahead per sub-environment, SAMPLES_PER_EPISODE_AHEAD times as many sampled
     phases; None: about EPISODES_PER_REFILL / num_envs, within [2, 256]). It changes the speed and the memory held,
-    never the episodes."""
+    never the episodes. keep_spaces: keep each episode's symbolic space (current_spaces(), for probes that ask a
+    speaker about every combination; it costs a few microseconds per episode)."""
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
 
@@ -104,7 +105,7 @@ class MetaReferentialGameVector(VectorEnv):
                  use_communication_channel_permutations: bool = True, allow_listener_query: bool = False,
                  provide_listener_feedback: bool = False, seed: int | None = 1337, variant: str = "faithful",
                  query_all: bool = False, speaker: str | Callable = "posdis", render_mode: str | None = None,
-                 episodes_ahead: int | None = None):
+                 episodes_ahead: int | None = None, keep_spaces: bool = False):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         if render_mode is not None:
@@ -125,6 +126,7 @@ class MetaReferentialGameVector(VectorEnv):
         self.num_envs = n = int(num_envs)
         self.episodes_ahead = int(episodes_ahead)
         self._seed = seed
+        self._keep_spaces = bool(keep_spaces)
         self.single_observation_space = observation_space(cfg)
         self.single_action_space = action_space(cfg)
         self.observation_space = batch_space(self.single_observation_space, n)
@@ -151,7 +153,7 @@ class MetaReferentialGameVector(VectorEnv):
         self._listener_shape = (n, cfg.n_distractors + 1, cfg.n_latents)
 
         # per sub-environment, the episodes whose timelines wait in the arena, in order: (first row, last row,
-        # other_agent_id)
+        # other_agent_id, vocabulary, space or None)
         self._queues: list[deque[tuple]] = [deque() for _ in range(n)]
         # the episodes whose phases only are sampled: flat arrays sorted by sub-environment (each one's in order):
         # sub-environment, key, sampled batch id * 2**32 + row in the batch; and how many each sub-environment has
@@ -167,6 +169,8 @@ class MetaReferentialGameVector(VectorEnv):
         self._row = np.zeros(n, dtype=np.int64)
         self._last = np.ones(n, dtype=np.int64)
         self._agent = np.zeros((n, 10), dtype=np.float32)
+        self._vocab = np.zeros((n, cfg.vocab_size + 1), dtype=np.int64)
+        self._spaces: list = [None] * n
         self._prev_code = np.zeros(n, dtype=np.intp)
         self._autoreset = np.zeros(n, dtype=bool)
         self._n_autoreset = 0
@@ -228,8 +232,10 @@ class MetaReferentialGameVector(VectorEnv):
         offsets = self._pack(batch, live) + batch.offsets
         position = np.empty_like(order)
         position[order] = np.arange(len(order))  # each taken episode's place in the batch
+        spaces = ([batch.spaces.space(b) for b in position.tolist()] if self._keep_spaces
+                  else [None] * len(position))
         entries = list(zip(offsets[:-1][position].tolist(), (offsets[1:] - 1)[position].tolist(),
-                           batch.other_agent_id[position], strict=True))
+                           batch.other_agent_id[position], batch.vocabulary[position], spaces, strict=True))
         lo = 0
         for i, c in enumerate(counts.tolist()):
             if c:
@@ -280,7 +286,7 @@ class MetaReferentialGameVector(VectorEnv):
         waiting episodes) to the front of the arena, grown if they and `extra` more rows would fill more than half
         of it."""
         current = np.flatnonzero(live)
-        waiting = [(s, e) for q in self._queues for s, e, _ in q]
+        waiting = [(s, e) for q in self._queues for s, e, *_ in q]
         start = np.concatenate([self._row[current], np.array([s for s, _ in waiting], dtype=np.int64)])
         length = np.concatenate([self._last[current], np.array([e for _, e in waiting], dtype=np.int64)]) + 1 - start
         dest = np.cumsum(length) - length
@@ -294,7 +300,7 @@ class MetaReferentialGameVector(VectorEnv):
         self._last[current] -= (start - dest)[:k]
         shift = (start - dest).tolist()
         for q in self._queues:
-            moved = [(s - shift[j], e - shift[j], a) for j, (s, e, a) in enumerate(q, k)]
+            moved = [(s - shift[j], e - shift[j], *rest) for j, (s, e, *rest) in enumerate(q, k)]
             k += len(q)
             q.clear()
             q.extend(moved)
@@ -313,9 +319,9 @@ class MetaReferentialGameVector(VectorEnv):
             live = np.ones(self.num_envs, dtype=bool)
             live[envs] = False  # their current episodes are over: compaction may drop them
             self._draw(counts, top_up, live)
-        row, last, agent = self._row, self._last, self._agent
+        row, last, agent, vocab, spaces = self._row, self._last, self._agent, self._vocab, self._spaces
         for i in envs_list:
-            row[i], last[i], agent[i] = queues[i].popleft()
+            row[i], last[i], agent[i], vocab[i], spaces[i] = queues[i].popleft()
         self._prev_code[envs] = 0  # (observations hold copies)
 
     # -- API -------------------------------------------------------------------------------------------------------
@@ -351,6 +357,33 @@ class MetaReferentialGameVector(VectorEnv):
         obs, infos = self._observe(decided, correct, code)
         terminations = self._autoreset  # (set by _observe)
         return obs, _REWARDS.take(code), terminations.copy(), np.zeros(self.num_envs, dtype=bool), infos
+
+    # -- what a speaker sees (reprobench.s2b.marl_env) --------------------------------------------------------------
+    def current_vocabularies(self) -> np.ndarray:
+        """(num_envs, V + 1) int64: each current episode's listener token for every speaker token (0 -> 0)."""
+        return self._vocab.copy()
+
+    def current_spaces(self) -> list:
+        """Each current episode's symbolic space (stimuli.SymbolicSpace); needs keep_spaces=True."""
+        if not self._keep_spaces:
+            raise RuntimeError("construct with keep_spaces=True to read the episodes' spaces")
+        return list(self._spaces)
+
+    def speaker_stimuli(self) -> np.ndarray:
+        """(num_envs, (K + 1) N_dim) float32: the speaker's stimuli (target first) of each current observation's game,
+        read from the game's feedback row (which shows them to the listener): needs listener feedback."""
+        cfg = self.config
+        if not cfg.listener_feedback:
+            raise RuntimeError("the speaker's stimuli are read from the feedback rows: provide_listener_feedback=True")
+        round_idx = self._arena[self._row, self._col["round_idx"]].astype(np.int64)
+        kk = np.where(round_idx >= 0, round_idx, cfg.n_rounds + 1)  # the row's place in its game
+        rows = self._arena.take(self._row + cfg.n_rounds + 1 - kk, axis=0)
+        return np.ascontiguousarray(rows[:, self._stimulus]).view(np.float32)
+
+    @property
+    def resetting(self) -> np.ndarray:
+        """(num_envs,) bool: the sub-environments whose next step is an autoreset (their action is ignored)."""
+        return self._autoreset.copy()
 
     def _decisions(self, actions) -> np.ndarray:
         value = actions["decision"] if type(actions) is dict or isinstance(actions, Mapping) else actions
