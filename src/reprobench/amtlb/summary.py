@@ -1,0 +1,80 @@
+"""The aggregate stage: every AMTLB curve file -> the cumulative scores C(t) on a common frame grid, the transfer
+ratios per (fold, held-out game, seed), and the multitask comparison per game.
+
+- metrics/transfer.parquet:  fold, game, seed, t (frames of the held-out game), measure (protocol.MEASURES), value,
+                             undefined, sign_flip (the guards), c_pre, c_fresh, c_rand (protocol.measures_frame)
+- metrics/multitask.parquet: game, seed, run (generalist | specialist | random), t, cumulative: each game's C(t)
+                             against frames of that game (the generalist's clock counts only that game's frames)
+- metrics/scores.parquet:    game, seed, run, episodes, last100 (mean of the last 100 episodes), best, c_final
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from reprobench.amtlb import PAPER, protocol
+from reprobench.amtlb.grid import RANDOM
+from reprobench.amtlb.runs import episodes_frame
+from reprobench.core import curves
+
+RUN_KEYS = ("experiment", "model", "seed", "fold")
+
+
+def load_runs(paths: list[str]) -> tuple[list[dict], list[str]]:
+    """[{experiment, model, seed, fold, episodes (one row per episode)}], and the runs' scales."""
+    runs, scales = [], set()
+    for path in paths:
+        frame, record = curves.read_curve(path)
+        setting = record["setting"]
+        runs.append({"experiment": record["experiment"], "model": record["model"], "seed": int(record["seed"]),
+                     "fold": setting.get("fold"), "games": setting["games"], "episodes": episodes_frame(frame)})
+        scales.add(record["scale"])
+    return runs, sorted(scales)
+
+
+def game_curve(run: dict, game: str, grid: np.ndarray) -> np.ndarray:
+    """C(t) of `game` in a run, against that game's own frame clock."""
+    e = run["episodes"]
+    e = e[e["game"] == game]
+    return protocol.cumulative(e["end_frame"].to_numpy(), e["return"].to_numpy(), grid)
+
+
+def aggregate(paths: list[str], frames_per_game: int, points: int, eps: float) -> dict[str, pd.DataFrame]:
+    """{"transfer", "multitask", "scores"} frames (module docstring) from every run's curve file."""
+    runs, scales = load_runs(paths)
+    grid = protocol.frame_grid(frames_per_game, points, "amtlb.grid_points")
+    fresh = {(r["model"], g, r["seed"]): r for r in runs if r["experiment"] == "fresh" for g in r["games"]}
+    transfer = []
+    for r in (r for r in runs if r["experiment"] == "transfer"):
+        game, seed = r["games"][0], r["seed"]
+        c_pre = game_curve(r, game, grid)
+        c_fresh = game_curve(fresh[(r["model"], game, seed)], game, grid)
+        c_random = game_curve(fresh[(RANDOM, game, seed)], game, grid)
+        transfer.append(protocol.measures_frame(int(r["fold"]), game, grid, c_pre, c_fresh, c_random, eps, seed))
+    multitask, scores = [], []
+    roles = [("specialist", r) for r in runs if r["experiment"] == "fresh" and r["model"] != RANDOM]
+    roles += [("random", r) for r in runs if r["experiment"] == "fresh" and r["model"] == RANDOM]
+    roles += [("generalist", r) for r in runs if r["experiment"] == "generalist"]
+    for role, r in roles:
+        for game in r["games"]:
+            c = game_curve(r, game, grid)
+            multitask.append(pd.DataFrame({"game": game, "seed": r["seed"], "run": role, "t": grid,
+                                           "cumulative": c}))
+            returns = r["episodes"].loc[r["episodes"]["game"] == game, "return"].to_numpy()
+            last100, best = protocol.absolute_scores(returns)
+            scores.append({"game": game, "seed": r["seed"], "run": role, "episodes": len(returns),
+                           "last100": last100, "best": best, "c_final": c[-1]})
+    scale = ",".join(scales)
+    out = {"transfer": pd.concat(transfer, ignore_index=True) if transfer else pd.DataFrame(),
+           "multitask": pd.concat(multitask, ignore_index=True), "scores": pd.DataFrame(scores)}
+    for frame in out.values():
+        frame["scale"] = scale
+    return out
+
+
+def write(frames: dict[str, pd.DataFrame], outs: dict[str, str], settings: dict) -> None:
+    for name, frame in frames.items():
+        record = curves.summary_record(PAPER.id, name, "aggregate", ",".join(sorted(frame["scale"].unique())),
+                                       "faithful and corrected", settings=settings)
+        curves.write_frame(frame, outs[name], record)
