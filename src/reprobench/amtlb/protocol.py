@@ -129,9 +129,11 @@ class BenchmarkParms:
         return tuple(g for g in self.games if g not in test)
 
     def to_dict(self) -> dict:
-        record = {"split": self.split, "num_folds": self.folds, "test_fraction": self.test_fraction,
-                  "seed": self.seed, "frames_per_game": self.frames_per_game,
-                  "max_steps_without_reward": self.max_steps_without_reward, "games": list(self.games),
+        """The JSON record: the fields, `folds` (each fold's test games) and the generator that drew them."""
+        m = self.max_steps_without_reward
+        record = {"split": self.split, "num_folds": int(self.folds), "test_fraction": float(self.test_fraction),
+                  "seed": int(self.seed), "frames_per_game": int(self.frames_per_game),
+                  "max_steps_without_reward": None if m is None else int(m), "games": list(self.games),
                   "folds": [list(f) for f in self.partition()],
                   "partition_rng": f"numpy {np.__version__} Generator(PCG64(seed))"}
         return record
