@@ -223,15 +223,20 @@ def comm_one_hot(comm: Tensor, vocab_size: int) -> Tensor:
     return F.one_hot(comm.long(), vocab_size + 1).float().flatten(-2)
 
 
+def _partner(inp: dict[str, Tensor], dims: InputDims, on: bool) -> list[Tensor]:
+    """SAD's input (reprobench.s2b.marl): the partner's previous greedy action, one-hot (zeros: none); [] when off."""
+    return [_one_hot(inp["partner_action"].long(), dims.n_actions)] if on else []
+
+
 class RegymEncoder(nn.Module):
     """Old Regym torso ("lstm", "dnc"): phi(stimulus) and every other input, concatenated, then (for "lstm") the
     critic FCBody. Input: flat (N, ...) inputs and the legal mask (N, A)."""
 
-    def __init__(self, dims: InputDims, phi, critic, activation: str):
+    def __init__(self, dims: InputDims, phi, critic, activation: str, partner: bool = False):
         super().__init__()
-        self.dims = dims
+        self.dims, self.partner = dims, partner
         self.phi = FCBody(dims.stimulus, phi, activation)
-        cat_dim = self.phi.out_dim + dims.flags + dims.comm + 2 * dims.n_actions
+        cat_dim = self.phi.out_dim + dims.flags + dims.comm + (3 if partner else 2) * dims.n_actions
         self.critic = FCBody(cat_dim, critic, activation) if critic else None
         self.out_dim = self.critic.out_dim if critic else cat_dim
 
@@ -239,7 +244,7 @@ class RegymEncoder(nn.Module):
         d = self.dims
         x = torch.cat([self.phi(inp["stimulus"].float()), inp["prev_reward"].float(),
                        _one_hot(inp["prev_action"].long(), d.n_actions), comm_one_hot(inp["comm"], d.vocab_size),
-                       *(inp[k].float() for k in FLAG_KEYS), mask.float()], dim=-1)
+                       *(inp[k].float() for k in FLAG_KEYS), mask.float(), *_partner(inp, d, self.partner)], dim=-1)
         return self.critic(x) if self.critic is not None else x
 
 
@@ -247,18 +252,19 @@ class ArchiEncoder(nn.Module):
     """Archi torso ("archi_lstm", "esbn", "dcem"): z = [obs-enc; comm-enc; flags; previous action one-hot], in this
     order (the DCEM core slices it)."""
 
-    def __init__(self, dims: InputDims, obs_sizes, comm_sizes):
+    def __init__(self, dims: InputDims, obs_sizes, comm_sizes, partner: bool = False):
         super().__init__()
-        self.dims = dims
+        self.dims, self.partner = dims, partner
         self.obs = FCBody(dims.stimulus, obs_sizes, "all")
         self.comm = FCBody(dims.comm, comm_sizes, "all")
         self.obs_dim, self.comm_dim = self.obs.out_dim, self.comm.out_dim
-        self.out_dim = self.obs_dim + self.comm_dim + dims.flags + dims.n_actions
+        self.out_dim = self.obs_dim + self.comm_dim + dims.flags + (2 if partner else 1) * dims.n_actions
 
     def forward(self, inp: dict[str, Tensor], mask: Tensor) -> Tensor:
         d = self.dims
         return torch.cat([self.obs(inp["stimulus"].float()), self.comm(comm_one_hot(inp["comm"], d.vocab_size)),
-                          _flags(inp), _one_hot(inp["prev_action"].long(), d.n_actions)], dim=-1)
+                          _flags(inp), _one_hot(inp["prev_action"].long(), d.n_actions),
+                          *_partner(inp, d, self.partner)], dim=-1)
 
 
 class Core(nn.Module):
@@ -541,6 +547,7 @@ class QNetwork(nn.Module):
 
     def __init__(self, encoder: nn.Module, core: Core, n_actions: int, legal: np.ndarray, head_mask: bool):
         super().__init__()
+        self.input_keys = (*INPUT_KEYS, "partner_action") if getattr(encoder, "partner", False) else INPUT_KEYS
         self.encoder, self.core, self.head_mask = encoder, core, head_mask
         self.head = DuelingHead(core.out_dim + (n_actions if head_mask else 0), n_actions)
         self.register_buffer("legal", torch.as_tensor(legal), persistent=False)
@@ -553,7 +560,7 @@ class QNetwork(nn.Module):
 
     def forward(self, inputs: dict[str, Tensor], state: dict[str, Tensor], features: bool = False):
         b, t = inputs["prev_action"].shape[:2]
-        flat = {k: v.reshape(b * t, *v.shape[2:]) for k, v in inputs.items() if k in INPUT_KEYS}
+        flat = {k: v.reshape(b * t, *v.shape[2:]) for k, v in inputs.items() if k in self.input_keys}
         mask = self.legal_mask(flat["decision"])
         x = self.encoder(flat, mask).view(b, t, -1)
         h, state, feats = self.core.unroll(x, state, features)
@@ -566,13 +573,14 @@ class QNetwork(nn.Module):
         return q[:, 0], state
 
 
-def build_network(config: NetConfig, dims: InputDims, layout: ActionLayout) -> QNetwork:
-    """The QNetwork of `config.core` for these input sizes and actions."""
+def build_network(config: NetConfig, dims: InputDims, layout: ActionLayout, partner_action: bool = False) -> QNetwork:
+    """The QNetwork of `config.core` for these input sizes and actions; partner_action adds SAD's input (the
+    partner's previous greedy action, one-hot, last in the encoder's concatenation)."""
     c = config
     if layout.n_actions != dims.n_actions:
         raise ValueError(f"dims.n_actions ({dims.n_actions}) must equal the layout's ({layout.n_actions})")
     if c.core in ("lstm", "dnc"):
-        encoder = RegymEncoder(dims, c.phi, c.critic if c.core == "lstm" else (), c.fc_activation)
+        encoder = RegymEncoder(dims, c.phi, c.critic if c.core == "lstm" else (), c.fc_activation, partner_action)
         if c.core == "lstm":
             core: Core = LSTMCore(encoder.out_dim, c.lstm, residual=True)
         else:
@@ -581,7 +589,7 @@ def build_network(config: NetConfig, dims: InputDims, layout: ActionLayout) -> Q
         return QNetwork(encoder, core, dims.n_actions, layout.legal, head_mask=False)
     if c.core not in ARCHI_CORES:
         raise ValueError(f"core must be one of {CORES}, got {c.core!r}")
-    encoder = ArchiEncoder(dims, c.archi_obs, c.archi_comm)
+    encoder = ArchiEncoder(dims, c.archi_obs, c.archi_comm, partner_action)
     if c.core == "archi_lstm":
         core = LSTMCore(encoder.out_dim, (c.archi_lstm,), residual=False)
     elif c.core == "esbn":

@@ -34,9 +34,16 @@ def speaker_episode(rng: np.random.Generator, n_dims: int = 3, v_min: int = 2, v
     """The posdis speaker's metrics on one episode's train split (fractions, not percent)."""
     d = stimuli.sample_space(rng, n_dims=n_dims, v_min=v_min, v_max=v_max, n_oc=n_oc).n_values
     latents = stimuli.coordinates(stimuli.split(d, n_oc)[0], d, n_oc)
+    return language_scores(rng, latents, posdis_message(latents, max_len=max_len), n_points, batch_size)
+
+
+def language_scores(rng: np.random.Generator, latents: np.ndarray, messages: np.ndarray, n_points: int = 256,
+                    batch_size: int = 32) -> dict[str, float]:
+    """A speaker's SPEAKER_METRICS (fractions) by the protocol of Table 1's PS row: `n_points` of the rows of
+    latents (n, N_dim) and their messages (n, L), picked in factor-fixed batches of `batch_size`. A speaker that says
+    one message for everything has topsim and posdis NaN (undefined: no variation) and bosdis 0."""
     pick = metrics.factor_fixed_indices(latents, rng, n_points=n_points, batch_size=batch_size)
-    a = latents[pick]
-    m = posdis_message(a, max_len=max_len)
+    a, m = latents[pick], np.asarray(messages)[pick]
     return {"topsim": metrics.topographic_similarity(a, m), "posdis": metrics.posdis(a, m),
             "bosdis": metrics.bosdis(a, m, faithful=True, speaker_centred=True),
             "bosdis_listener": metrics.bosdis(a, m),

@@ -190,6 +190,10 @@ def n_step_targets(rewards: Tensor, dones: Tensor, values: Tensor, gamma: float,
     return ret, inside.unsqueeze(0) | (alive == 0)
 
 
+def _inputs(steps: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    return {k: v for k, v in steps.items() if k not in ("action", "reward", "done", "valid")}
+
+
 def to_tensors(arrays: Mapping[str, np.ndarray], device) -> dict[str, Tensor]:
     return {k: torch.as_tensor(v).to(device) for k, v in arrays.items()}
 
@@ -221,9 +225,14 @@ class R2D2Learner:
     def loss(self, steps: dict[str, Tensor], state: dict[str, Tensor], weights: Tensor):
         """(loss 0-dim, priorities (B,), td_abs (B, T - burn_in), mask (B, T - burn_in)) for one batch of stored
         sequences: steps {input names, action, reward, done, valid: (B, T, ...)}, state {name: (B, ...)}."""
+        q_taken, values = self._player_values(_inputs(steps), state, steps["action"])
+        return self._td_loss(steps, q_taken, values, weights)
+
+    def _player_values(self, inputs: dict[str, Tensor], state: dict[str, Tensor], action: Tensor):
+        """(Q(s_t, a_t) with gradient, Q_tgt(s_t, a*_t) without) (N, T - burn_in) of N sequences: the online network
+        burnt in from the stored state, the target network from the same state, a* the online argmax."""
         c = self.config
         b = c.burn_in
-        inputs = {k: v for k, v in steps.items() if k not in ("action", "reward", "done", "valid")}
         state_b = state
         if b:
             with torch.no_grad():
@@ -239,9 +248,15 @@ class R2D2Learner:
                 q_sel = q_sel.masked_fill(~legal, float("-inf"))
             best = q_sel.argmax(dim=-1, keepdim=True)
             values = q_tgt.gather(-1, best).squeeze(-1)
+        q_taken = q.gather(-1, action[:, b:].long().unsqueeze(-1)).squeeze(-1)
+        return q_taken, values
+
+    def _td_loss(self, steps: dict[str, Tensor], q_taken: Tensor, values: Tensor, weights: Tensor):
+        c = self.config
+        b = c.burn_in
+        with torch.no_grad():
             y, has_target = n_step_targets(steps["reward"][:, b:].float(), steps["done"][:, b:], values, c.gamma,
                                            c.n_step)
-        q_taken = q.gather(-1, steps["action"][:, b:].long().unsqueeze(-1)).squeeze(-1)
         mask = steps["valid"][:, b:] & has_target
         td = y - q_taken
         loss = 0.5 * (weights.unsqueeze(1) * td.pow(2) * mask.to(td.dtype)).mean()
@@ -293,6 +308,28 @@ class R2D2Learner:
         self.optimizer.load_state_dict(state["optimizer"])
         self.updates, self.target_counter = int(state["updates"]), int(state["target_counter"])
         self.target_copies = int(state["target_copies"])
+
+
+class VDNLearner(R2D2Learner):
+    """R2D2 on a team of P players sharing one network (self-play), with value decomposition (VDN, Sunehag et al.
+    2017): the team's Q is the sum of the players' Q, trained on the shared reward.
+
+    Stored steps carry a player axis after time: inputs and action (B, T, P, ...), the team's reward, done and valid
+    (B, T); states (B, P, ...). The players' sequences run through the network as B P sequences; then
+    Q_team(s_t, a_t) = sum_p Q(s^p_t, a^p_t) and the n-step double-Q target bootstraps on
+    sum_p Q_tgt(s^p_{t+n}, argmax_a Q(s^p_{t+n}, a)) (each player's own argmax, legal or not per `double_q`); loss,
+    mask and priorities are R2D2's on the team's TD. With one player it is R2D2Learner. q_values takes the players
+    flattened into the batch, as acting does."""
+
+    def loss(self, steps: dict[str, Tensor], state: dict[str, Tensor], weights: Tensor):
+        b, t, p = steps["action"].shape
+        inputs = {k: v.transpose(1, 2).reshape(b * p, t, *v.shape[3:]) for k, v in _inputs(steps).items()}
+        flat_state = {k: v.reshape(b * p, *v.shape[2:]) for k, v in state.items()}
+        action = steps["action"].transpose(1, 2).reshape(b * p, t)
+        q_taken, values = self._player_values(inputs, flat_state, action)
+        team_q = q_taken.view(b, p, -1).sum(1)
+        team_values = values.view(b, p, -1).sum(1)
+        return self._td_loss(steps, team_q, team_values, weights)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import numpy as np
 from reprobench.s2b.recall_vector import RecallGameVector
 from reprobench.s2b.vector_env import MetaReferentialGameVector
 
-TASKS = ("meta_rg", "recall")
+TASKS = ("meta_rg", "recall", "marl")  # marl: both players learned (reprobench.s2b.marl, Table 1)
 
 
 @dataclass(frozen=True)
@@ -69,9 +69,13 @@ class RecallListenerView:
 
 
 def make_env(task: str, env_kwargs, num_envs: int, seed: int):
-    """The vector environment of `task` ("meta_rg" or "recall") with `env_kwargs`."""
+    """The vector environment of `task` ("meta_rg", "recall" or "marl": the two-player game) with `env_kwargs`."""
     if task == "meta_rg":
         return MetaReferentialGameVector(num_envs=num_envs, seed=seed, **env_kwargs)
     if task == "recall":
         return RecallListenerView(num_envs, seed, **env_kwargs)
+    if task == "marl":
+        from reprobench.s2b.marl_env import MetaReferentialGameTwoPlayerVector
+
+        return MetaReferentialGameTwoPlayerVector(num_envs=num_envs, seed=seed, **env_kwargs)
     raise ValueError(f"task must be one of {TASKS}, got {task!r}")

@@ -41,8 +41,9 @@ run stopped at any step boundary and resumed from its state_dict gives bitwise t
 CPU (same thread count).
 
 Tasks (TrainConfig.task, reprobench.s2b.tasks): "meta_rg", the meta-referential game with the posdis speaker (Tables 2,
-4, Figure 6), and "recall", the recall task of Figure 5 seen through the same keys. Not supported here: multi-agent
-(learned speaker) training, Regym's `min_handled_experiences`, entropy regularisation (lambda 0 in every run).
+4, Figure 6), "recall", the recall task of Figure 5 seen through the same keys, and "marl", both players learned
+(Table 1), which reprobench.s2b.marl.MARLTrainer trains through this Trainer's hooks (_make_env, _network, _learner,
+_specs, _actors, _rebuild_env, _count_decisions). Not supported here: entropy regularisation (lambda 0 in every run).
 """
 
 from __future__ import annotations
@@ -157,6 +158,16 @@ def _recall(representation: str) -> dict:
                 recon=ReconConfig(enabled=False), budget=500_000)
 
 
+def _table1(shots: int) -> dict:
+    """Table 1's learned speaker and listener (reprobench.s2b.marl): the paper's environment (N_dim = 3, V in [2, 5],
+    O = 4, S shots, 500k observations) with Table 4's Archi LSTM hyperparameters (the spec has no multi-agent ones;
+    DEVIATIONS S16), no reconstruction."""
+    env = dict(TABLE2_ENV, nbr_object_centric_samples=4,
+               sampling_strategy=f"component-focused-{shots}shot{'s' if shots > 1 else ''}")
+    return {**_table4("archi_lstm", 1000, 2000), "env": env, "task": "marl", "recon": ReconConfig(enabled=False),
+            "budget": 500_000}
+
+
 PRESETS = {
     # Table 2 (old Regym LSTM, 2022-05/07 sweeps): 32 actors, 5e6 observations, checkpoints every 5e5.
     "table2": lambda: dict(env=dict(TABLE2_ENV), n_actors=32, net=NetConfig(core="lstm"), r2d2=R2D2Config(),
@@ -169,6 +180,9 @@ PRESETS = {
     # Figure 5 (old Regym DNC, 2021-10 sweeps): SCS vs OHE stimuli, 32 actors, 5e5 observations
     "recall_scs": lambda: _recall("scs"),
     "recall_ohe": lambda: _recall("ohe"),
+    # Table 1 (the multi-agent meta-RG, VDN + SAD self-play): S = 1 and S = 2
+    "table1_s1": lambda: _table1(1),
+    "table1_s2": lambda: _table1(2),
 }
 REFERENCE_EVAL = dict(eval_actors=100, eval_episodes=700, eval_every=500_000)  # ~5.5e4 greedy observations
 
@@ -249,8 +263,12 @@ class _Actors:
         self.pending = np.zeros(n, dtype=bool)
         self.observe(obs, info)
 
+    def observation(self, obs, info) -> dict[str, np.ndarray]:
+        """The network's per-observation inputs of an environment step's (obs, info)."""
+        return observation_inputs(obs, info, self.n_rounds)
+
     def observe(self, obs, info) -> None:
-        self.obs = observation_inputs(obs, info, self.n_rounds)
+        self.obs = self.observation(obs, info)
         self.mode = np.array([self.modes[m] for m in info["mode"]], dtype=np.int64)
 
     def inputs(self) -> dict[str, np.ndarray]:
@@ -262,7 +280,7 @@ class _Actors:
         keep = torch.as_tensor(~reset, device=next(iter(new_state.values())).device)
         self.state = {k: torch.where(keep.view(-1, *([1] * (v.dim() - 1))), v, torch.zeros_like(v))
                       for k, v in new_state.items()}
-        self.prev_action = np.where(reset, -1, actions).astype(np.int64)
+        self.prev_action = np.where(reset.reshape(-1, *([1] * (np.ndim(actions) - 1))), -1, actions).astype(np.int64)
         self.prev_reward = np.where(reset, 0.0, rewards).astype(np.float32)
         self.pending = np.asarray(terminated, dtype=bool).copy()
         self.observe(obs, info)
@@ -375,9 +393,11 @@ class Trainer:
     """One R2D2 run (see the module docstring). train(until) -> records; evaluate() -> one evaluation's accuracies."""
 
     def __init__(self, config: TrainConfig, device: torch.device | str = "cpu"):
+        if config.task == "marl" and type(self) is Trainer:
+            raise ValueError("task 'marl' (two learned players) trains with reprobench.s2b.marl.MARLTrainer")
         self.config, self.device = config, torch.device(device)
         n, r = config.n_actors, config.r2d2
-        self.env = make_env(config.task, config.env, n, config.seed)
+        self.env = self._make_env(config.env, n, config.seed)
         gc = self.env.config
         self.layout = ActionLayout(config.actions, gc.n_decisions, gc.vocab_size, gc.max_sentence_length)
         self.dims = InputDims(gc.stimulus_dim, gc.vocab_size, gc.max_sentence_length, gc.n_rounds + 1,
@@ -385,22 +405,21 @@ class Trainer:
         self.modes = [str(m) for m in mode_names(gc)]
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(config.seed)
-            net = build_network(config.net, self.dims, self.layout)
-            self.learner = R2D2Learner(net, r, n, self.device)
+            self.learner = self._learner(self._network())
             self.recon = None
             if config.recon.enabled:
                 scale = config.recon.stimulus_scale or ("raw" if config.net.core in ARCHI_CORES else "unit")
                 self.recon = Reconstruction(self.learner.net, config.recon, gc.stimulus_dim, gc.vocab_size,
                                             gc.max_sentence_length, scale, self.device)
         self.net = self.learner.net
-        spec, state_spec = step_spec(self.dims), _state_spec(self.net.initial_state(1))
+        spec, state_spec = self._specs()
         self.replay = PrioritizedSequenceReplay(r.replay_sequences, r.unroll, spec, state_spec, r.alpha, r.beta,
                                                 r.priority_eps, seed=config.seed)
         self.builder = SequenceBuilder(n, r.unroll, r.overlap, spec, state_spec)
         self.rng = np.random.default_rng([config.seed, 1])
         self.final_eps = actor_epsilons(n, r.eps, r.eps_alpha)
         obs, info = self.env.reset(seed=config.seed)
-        self.actors = _Actors(self.net, n, gc.n_rounds, self.modes, obs, info)
+        self.actors = self._actors(obs, info)
         self.observations = self.env_steps = self.episodes = 0
         self.cycle_counter = 0
         self.rec_countdown = config.recon.period
@@ -414,6 +433,41 @@ class Trainer:
         self.losses: list[torch.Tensor] = []
         self.rec_stats: list[dict[str, torch.Tensor]] = []
         self.records: list[dict] = []
+
+    # -- what a subclass changes (reprobench.s2b.marl: two learned players) -----------------------------------------
+    def _make_env(self, env_kwargs, num_envs: int, seed: int):
+        return make_env(self.config.task, env_kwargs, num_envs, seed)
+
+    def _network(self):
+        return build_network(self.config.net, self.dims, self.layout)
+
+    def _learner(self, net) -> R2D2Learner:
+        return R2D2Learner(net, self.config.r2d2, self.config.n_actors, self.device)
+
+    def _specs(self) -> tuple[dict, dict]:
+        """What one stored step and one stored recurrent state hold."""
+        return step_spec(self.dims), _state_spec(self.net.initial_state(1))
+
+    def _actors(self, obs, info) -> _Actors:
+        return _Actors(self.net, self.config.n_actors, self.env.config.n_rounds, self.modes, obs, info)
+
+    def _rebuild_env(self):
+        """The environment reset and stepped to the saved step (see the module docstring); returns (obs, info)."""
+        return _replay_env(self.env, self.config.seed, self.env_steps, self.actors.obs["previous_game_result"])
+
+    def _count_decisions(self, info, active: np.ndarray, done: np.ndarray) -> None:
+        """The training episodes' accuracy per mode: count this step's decisions, and close finished episodes."""
+        a = self.actors
+        decided = np.asarray(info["decided"]) & active
+        rows = np.arange(a.n)
+        self.games[rows, a.mode] += decided
+        self.successes[rows, a.mode] += decided & np.asarray(info["correct"])
+        for i in np.flatnonzero(done):
+            played = self.games[i] > 0
+            self.ep_acc_sum[played] += self.successes[i, played] / self.games[i, played]
+            self.ep_acc_n[played] += 1
+            self.games[i] = 0
+            self.successes[i] = 0
 
     # -- one environment step ----------------------------------------------------------------------------------------
     def _act(self) -> np.ndarray:
@@ -435,20 +489,11 @@ class Trainer:
                                                        for k, v in state.items()}, active, done)
         if windows is not None:
             self.replay.add(*windows)
-        decided = np.asarray(info["decided"]) & active
-        rows = np.arange(a.n)
-        self.games[rows, a.mode] += decided
-        self.successes[rows, a.mode] += decided & np.asarray(info["correct"])
         if self.recon is not None:
             for i in np.flatnonzero(active):
                 for k in INPUT_KEYS:
                     self.trajectories[i][k].append(inp[k][i])
-        for i in np.flatnonzero(done):
-            played = self.games[i] > 0
-            self.ep_acc_sum[played] += self.successes[i, played] / self.games[i, played]
-            self.ep_acc_n[played] += 1
-            self.games[i] = 0
-            self.successes[i] = 0
+        self._count_decisions(info, active, done)
         self.observations += int(active.sum())
         self.env_steps += 1
         self.episodes += int(done.sum())
@@ -575,8 +620,8 @@ class Trainer:
         self.actors.load_state_dict(state["actors"], self.device)
         for k, v in state["counters"].items():
             setattr(self, k, int(v))
-        obs, info = _replay_env(self.env, self.config.seed, self.env_steps, self.actors.obs["previous_game_result"])
-        for k, v in observation_inputs(obs, info, self.env.config.n_rounds).items():
+        obs, info = self._rebuild_env()
+        for k, v in self.actors.observation(obs, info).items():
             if not np.array_equal(v, self.actors.obs[k]):
                 raise ValueError(f"the rebuilt environment's observation '{k}' differs from the saved one: the state "
                                  "belongs to another environment version or configuration")
@@ -599,11 +644,17 @@ def identity(config: TrainConfig) -> dict:
 
 
 def run(config: TrainConfig, checkpoint: str | None = None, device: torch.device | str = "cpu",
-        progress: bool = False) -> list[dict]:
+        progress: bool = False, marl=None) -> list[dict]:
     """Train to the budget, saving a checkpoint at every evaluation and resuming from `checkpoint` when it holds
-    this configuration's run; returns the records."""
-    trainer = Trainer(config, device)
-    ident = identity(config)
+    this configuration's run; returns the records. Task 'marl' runs reprobench.s2b.marl.MARLTrainer with `marl`
+    (a marl.MARLConfig; None: its defaults)."""
+    if config.task == "marl":
+        from reprobench.s2b import marl as marl_module
+
+        marl = marl or marl_module.MARLConfig()
+        trainer, ident = marl_module.MARLTrainer(config, marl, device), marl_module.identity(config, marl)
+    else:
+        trainer, ident = Trainer(config, device), identity(config)
     blob = ckpt.load(checkpoint, ident)
     if blob is not None:
         trainer.load_state_dict(blob["trainer"])
