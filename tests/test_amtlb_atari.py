@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from reprobench.amtlb import atari
 from reprobench.amtlb.atari import GAMES, N_ACTIONS, OBS_SHAPE, AtariSettings, GameEnvs, QuotaSchedule, check_games
 from reprobench.core import checkpoint
 from reprobench.core.errors import ConfigError
@@ -251,8 +252,9 @@ def test_quota_exhaustion_closes_every_episode():
         envs.close()
 
 
-def test_several_games_interleave_across_slots():
-    quotas = {"pong": 1500, "breakout": 1500, "freeway": 1000}
+def test_several_games_interleave_across_slots(monkeypatch):
+    monkeypatch.setattr(atari, "MAX_IDLE_EMULATORS", 2)  # the pool's bound, exercised: idle emulators get closed
+    quotas = {"pong": 900, "breakout": 900, "freeway": 600}
     settings = AtariSettings(max_steps_without_reward=25)  # ~110-frame episodes: many game draws
     n = 3
     envs = GameEnvs(QuotaSchedule(quotas, 6), n, 6, settings)
@@ -262,6 +264,7 @@ def test_several_games_interleave_across_slots():
         while not envs.done:
             for slot in range(n):  # each slot steps an emulator of its episode's game
                 assert envs._slot_bank[slot].game == envs._game[slot]
+            assert len(envs._idle) <= 2
             episodes += envs.step(rng.integers(0, N_ACTIONS, n))[3]
         for game, quota in quotas.items():
             mine = [e for e in episodes if e.game == game]
@@ -273,7 +276,7 @@ def test_several_games_interleave_across_slots():
             played = [e.game for e in episodes if e.slot == slot]
             assert len(set(played)) >= 2
             assert any(a != b for a, b in zip(played, played[1:]))
-        assert len(envs._idle) <= len(quotas) * n and envs.schedule.done
+        assert envs.schedule.done and envs._idle == []  # spent games' emulators are closed
     finally:
         envs.close()
 

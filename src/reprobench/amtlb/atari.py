@@ -287,9 +287,9 @@ class GameEnvs:
         return _Bank(game, [self._new_seed()], self.settings, 1)
 
     def _close_spent_idle(self) -> None:
-        keep = []
+        remaining, keep = self.schedule.remaining, []
         for bank in self._idle:
-            (keep.append(bank) if self.schedule.remaining[bank.game] > 0 else bank.close())
+            (keep.append(bank) if remaining[bank.game] > 0 else bank.close())
         self._idle = keep
 
     # --- episodes ----------------------------------------------------------------------------------------------
