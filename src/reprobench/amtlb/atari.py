@@ -50,7 +50,7 @@ GAMES: tuple[str, ...] = (
 )
 N_ACTIONS = 18  # full action space: every game shares Discrete(18), no task id needed
 OBS_SHAPE = (4, 84, 84)  # uint8
-MAX_IDLE_EMULATORS = 64  # multi-game pool: about 1.2 MiB RSS and one worker thread each
+MAX_IDLE_EMULATORS = 64  # multi-game pool: about 1.1 MiB RSS and one worker thread each (measured)
 _SEED_MAX = 2**31 - 1  # ALE takes a non-negative int seed
 
 
@@ -228,7 +228,12 @@ class _Bank:
         return rewards.astype(np.float64), terminated, truncated, delta - reset_frames
 
     def close(self) -> None:
-        self.env.close()
+        """Free the emulators and join the worker threads now (AtariVectorEnv.close() alone frees nothing: its C++
+        vectorizer lives until the Python object is collected)."""
+        if self.env is not None:
+            self.env.close()
+            del self.env.ale
+            self.env = None
 
 
 class GameEnvs:
