@@ -237,7 +237,9 @@ class _Bank:
 
 
 class GameEnvs:
-    """`num_envs` slots stepped in lockstep, each playing episodes of the games its schedule draws."""
+    """`num_envs` slots stepped in lockstep, each playing episodes of the games its schedule draws. `threads` is the
+    worker-thread count of the single-game AtariVectorEnv; with several games each slot's emulator has its own worker
+    thread and all N step at once."""
 
     def __init__(self, schedule: QuotaSchedule, num_envs: int, seed: int,
                  settings: AtariSettings = AtariSettings(), threads: int = 1, *, _pooled: bool | None = None):
