@@ -60,7 +60,8 @@ rule wade_prepare_imdb:
         "--train {params.train:q} --test {params.test:q} --scale {params.scale:q} --out {output:q} 2> {log:q}"
 
 
-# Every CA rule of one (task, seed) in one vectorised job, plus the ESN on the same data.
+# Every CA rule of one (task, seed) in one vectorised job, into one curve file with a `rule` column (256 files per job
+# would give the aggregate 256,000 inputs at paper scale), plus the ESN on the same data.
 rule wade_train_reservoir:
     input:
         wade.DATA,
@@ -86,7 +87,7 @@ rule wade_train_reservoir:
         scale=config["scale"],
     shell:
         "python -m reprobench wade train-reservoir --data {input:q} --seed {wildcards.seed:q} "
-        "--rules {params.rules:q} --rule-outputs {output.rules:q} --esn-output {output.esn:q} "
+        "--rules {params.rules:q} --reca-output {output.reca:q} --esn-output {output.esn:q} "
         "--rules-per-chunk {params.rules_per_chunk:q} --device {params.device:q} --threads {threads} "
         "--scale {params.scale:q} 2> {log:q}"
 
@@ -152,6 +153,9 @@ rule wade_train_imdb:
         "--checkpoint-minutes {params.checkpoint_minutes:q} --out {output:q} 2> {log:q}"
 
 
+# 6000 curve files at paper scale: the command names tasks and seeds, the CLI rebuilds the paths (grid.synthetic_curves)
+# as one argument of 500 KB would pass the kernel's 128 KiB limit. disk_mb is set so that planning does not stat every
+# input for the profile's default `2 * input.size_mb`.
 rule wade_aggregate_synthetic:
     input:
         WADE.synthetic_curves(),
@@ -162,9 +166,14 @@ rule wade_aggregate_synthetic:
         wade.SYNTHETIC_LOG,
     conda:
         ENV
+    resources:
+        disk_mb=1000,
+    params:
+        tasks=config["wade"]["tasks"],
+        seeds=WADE.seeds(),
     shell:
-        "python -m reprobench wade aggregate-synthetic --curves {input:q} --out {output.runs:q} "
-        "--mean-curves-out {output.mean_curves:q} 2> {log:q}"
+        "python -m reprobench wade aggregate-synthetic --tasks {params.tasks:q} --seeds {params.seeds:q} "
+        "--out {output.runs:q} --mean-curves-out {output.mean_curves:q} 2> {log:q}"
 
 
 rule wade_aggregate_imdb:

@@ -27,6 +27,9 @@ CURVE_SCHEMA = pa.schema([
     pa.field("metric", pa.string(), nullable=False),
     pa.field("value", pa.float64(), nullable=True),
 ])
+# Where one job trains many tiny runs together (WADE: 256 CA rules of one task and seed), they share one file: int64
+# key columns (e.g. `rule`) come first and the metadata names them under "run_keys" (DESIGN.md, "Curve files").
+RUN_KEYS_FIELD = "run_keys"
 # What a curve file's metadata must hold (DESIGN.md, "Curve files").
 REQUIRED_FIELDS = ("paper", "experiment", "model", "setting", "seed", "scale", "variant", "config",
                    "package_version", "git_commit", "libraries", "device", "wall_time_s", "start", "end", "host")
@@ -82,10 +85,16 @@ def summary_record(paper: str, experiment: str, stage: str, scale: str, variant:
             **base_record()}
 
 
-def write_curve(rows: dict, path: str | os.PathLike, record: dict) -> None:
-    """`rows` maps column name to a sequence; columns follow CURVE_SCHEMA."""
-    table = pa.table({f.name: pa.array(rows[f.name], type=f.type) for f in CURVE_SCHEMA}, schema=CURVE_SCHEMA)
-    write_table(table, path, record)
+def curve_schema(keys=()) -> pa.Schema:
+    """CURVE_SCHEMA, after the int64 key columns `keys` of a file that holds several runs (none: one run)."""
+    return pa.schema([pa.field(k, pa.int64(), nullable=False) for k in keys] + list(CURVE_SCHEMA))
+
+
+def write_curve(rows: dict, path: str | os.PathLike, record: dict, keys=()) -> None:
+    """`rows` maps column name to a sequence; columns follow curve_schema(keys) (with keys, the record says so)."""
+    schema = curve_schema(keys)
+    table = pa.table({f.name: pa.array(rows[f.name], type=f.type) for f in schema}, schema=schema)
+    write_table(table, path, record | {RUN_KEYS_FIELD: list(keys)} if keys else record)
 
 
 def series_rows(seed: int, series) -> dict:
@@ -101,9 +110,10 @@ def series_rows(seed: int, series) -> dict:
     return rows
 
 
-def wide(frame):
-    """One column per metric, one row per step (the first value where a metric has several splits)."""
-    return frame.pivot_table(index="step", columns="metric", values="value", aggfunc="first").sort_index()
+def wide(frame, keys=()):
+    """One column per metric, one row per step (per key and step in a file of several runs; the first value where a
+    metric has several splits)."""
+    return frame.pivot_table(index=[*keys, "step"], columns="metric", values="value", aggfunc="first").sort_index()
 
 
 def read_metadata(path: str | os.PathLike) -> dict:
@@ -124,15 +134,17 @@ def read_metadata(path: str | os.PathLike) -> dict:
         raise ResultsFileError(path, f"has corrupt provenance metadata ({exc})") from exc
 
 
-def read_curve(path: str | os.PathLike):
-    """Read a curve file into a pandas DataFrame (columns of CURVE_SCHEMA); returns (frame, record)."""
+def read_curve(path: str | os.PathLike, keys=()):
+    """Read a curve file into a pandas DataFrame (columns of curve_schema(keys): a file of several runs has key
+    columns); returns (frame, record)."""
     record = read_metadata(path)
     try:
         table = pq.read_table(path, partitioning=None)
     except (pa.ArrowException, OSError) as exc:
         raise ResultsFileError(path, f"is not a readable Parquet file ({exc})") from exc
-    if not table.schema.remove_metadata().equals(CURVE_SCHEMA):
-        raise ResultsFileError(path, f"has schema {table.schema.remove_metadata()} instead of the curve schema")
+    if not table.schema.remove_metadata().equals(curve_schema(keys)):
+        raise ResultsFileError(path, f"has schema {table.schema.remove_metadata()} instead of the curve schema"
+                               + (f" with key columns {list(keys)}" if keys else ""))
     missing = [k for k in REQUIRED_FIELDS if k not in record]
     if missing:
         raise ResultsFileError(path, f"provenance lacks {missing}")

@@ -26,12 +26,13 @@ def _describe(path: Path, readers: dict[str, Callable]) -> tuple[str, dict]:
     """(kind, provenance) of one results file, checked; raises ReprobenchError naming it."""
     import pyarrow.parquet as pq
 
-    from reprobench.core.curves import CURVE_SCHEMA, REQUIRED_FIELDS, read_metadata
+    from reprobench.core.curves import REQUIRED_FIELDS, RUN_KEYS_FIELD, curve_schema, read_metadata
 
     if path.suffix == ".parquet":
         meta = read_metadata(path)  # the footer only: a paper-scale results folder holds 10^5 files
         footer = pq.read_metadata(path)
-        kind = "curve" if footer.schema.to_arrow_schema().remove_metadata().equals(CURVE_SCHEMA) else \
+        schema = curve_schema(meta.get(RUN_KEYS_FIELD) or ())  # a file of several runs names its key columns
+        kind = "curve" if footer.schema.to_arrow_schema().remove_metadata().equals(schema) else \
             "data" if meta.get("stage") == "data" else "metrics"
         missing = [k for k in REQUIRED_FIELDS if k not in meta]
         if kind == "curve" and missing:

@@ -35,7 +35,7 @@ def register(sub) -> None:
     t.add_argument("--data", required=True)
     t.add_argument("--seed", type=int, required=True, help="the dataset's seed (checked against the file)")
     t.add_argument("--rules", type=int, nargs="+", required=True)
-    t.add_argument("--rule-outputs", nargs="+", required=True, help="one curve file per rule, in --rules order")
+    t.add_argument("--reca-output", required=True, help="one curve file for every rule (column 'rule')")
     t.add_argument("--esn-output", required=True)
     t.add_argument("--rules-per-chunk", type=int, required=True, help="CA rules evolved together in one tensor")
     add_training_options(t)
@@ -66,7 +66,14 @@ def register(sub) -> None:
                                     ("aggregate-imdb", "WADE and accuracy of every IMDB run; mean curves",
                                      cmd_aggregate_imdb)):
         t = s.add_parser(name, help=helptext)
-        t.add_argument("--curves", nargs="+", required=True)
+        if name == "aggregate-synthetic":  # 6000 paths at paper scale: too long for the rule's command line
+            which = t.add_mutually_exclusive_group(required=True)
+            which.add_argument("--curves", nargs="+", help="curve files")
+            which.add_argument("--tasks", type=int, nargs="+",
+                               help="with --seeds: every curve file of these tasks and seeds (grid.synthetic_curves)")
+            t.add_argument("--seeds", type=int, nargs="+", help="with --tasks")
+        else:
+            t.add_argument("--curves", nargs="+", required=True)
         t.add_argument("--out", required=True, help="one row per run and variant (Parquet)")
         t.add_argument("--mean-curves-out", required=True, help="mean curves (Parquet)")
         t.set_defaults(func=handler)
@@ -147,14 +154,12 @@ def cmd_train_reservoir(args) -> None:
     from reprobench.core.errors import ConfigError
     from reprobench.wade.runs import run_reservoirs
 
-    if len(args.rules) != len(args.rule_outputs):
-        raise ConfigError("rule-outputs", f"{len(args.rule_outputs)} outputs for {len(args.rules)} rules")
     bad = [r for r in args.rules if not 0 <= r <= 255]
     if bad:
         raise ConfigError("wade.reca_rules", f"rule {bad[0]} is outside 0-255")
     device = choose_device(args.device, args.threads)
     d = _dataset(args.data, args.seed)
-    run_reservoirs(d, args.rules, args.rule_outputs, args.esn_output, args.scale, str(device), args.rules_per_chunk)
+    run_reservoirs(d, args.rules, args.reca_output, args.esn_output, args.scale, str(device), args.rules_per_chunk)
     log(f"task {d.task_id} seed {d.seed}: {len(args.rules)} rules + ESN on {describe(device)}")
 
 
@@ -197,8 +202,13 @@ def _write_aggregate(args, experiment: str, runs, mean_curves) -> None:
 
 
 def cmd_aggregate_synthetic(args) -> None:
+    from reprobench.core.errors import ConfigError
+    from reprobench.wade.grid import synthetic_curves
     from reprobench.wade.summary import aggregate_synthetic
 
+    if bool(args.tasks) != bool(args.seeds):
+        raise ConfigError("seeds", "--seeds goes with --tasks (or name the --curves)")
+    args.curves = args.curves or synthetic_curves(args.tasks, args.seeds)
     _write_aggregate(args, "synthetic", *aggregate_synthetic(args.curves))
 
 

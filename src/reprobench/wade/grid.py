@@ -10,6 +10,8 @@ IMDB_MODELS = ("rnn", "lstm", "gru", "transformer", "linear")  # Table 2's model
 # (model, config) of every trained sequence-model run of one (task, seed): the Transformer's config is its variant
 # (faithful: no causal mask, as released; corrected: a causal mask), RNN and LSTM have one.
 SEQUENCE_RUNS = (("rnn", "default"), ("lstm", "default"), ("transformer", "faithful"), ("transformer", "corrected"))
+ESN_RUN = ("esn", "default")
+RULE_KEY = "rule"  # the key column of a ReCA curve file: every CA rule of one (task, seed) job shares the file
 
 # Paths; logs/ and benchmarks/ mirror results/.
 ROOT, LOGS, TIMINGS = "results/wade", "logs/wade", "benchmarks/wade"
@@ -17,6 +19,9 @@ TASK_SEED = "task={task}/seed={seed}"
 DATA = f"{ROOT}/data/{TASK_SEED}.parquet"
 DATA_LOG = f"{LOGS}/data/{TASK_SEED}.log"
 CURVE = f"{ROOT}/curves/experiment=synthetic/model={{model}}/task={{task}}/config={{config}}/seed={{seed}}.parquet"
+# One file per reservoir job for every CA rule (column `rule`): 1000 files at paper scale, not 256,000 (DESIGN.md,
+# "Curve files": Snakemake matches every input of the aggregate to its producer when it plans).
+RECA_CURVE = f"{ROOT}/curves/experiment=synthetic/model=reca/{TASK_SEED}.parquet"
 RESERVOIR_LOG, RESERVOIR_TIMING = f"{LOGS}/reservoir/{TASK_SEED}.log", f"{TIMINGS}/reservoir/{TASK_SEED}.tsv"
 SEQUENCE_LOG, SEQUENCE_TIMING = f"{LOGS}/sequence/{TASK_SEED}.log", f"{TIMINGS}/sequence/{TASK_SEED}.tsv"
 SYNTHETIC_RUNS = f"{ROOT}/metrics/synthetic.parquet"
@@ -81,7 +86,7 @@ class Grid:
 
     def runs(self) -> list[tuple[str, str]]:
         """(model, config) of every synthetic-task run of one (task, seed)."""
-        return [("reca", f"rule{r}") for r in self.rules()] + [("esn", "default")] + list(SEQUENCE_RUNS)
+        return [("reca", f"rule{r}") for r in self.rules()] + [ESN_RUN] + list(SEQUENCE_RUNS)
 
     # --- the registry's interface (reprobench.benchmarks) -------------------------------------------------------
     def check(self) -> None:
@@ -112,14 +117,13 @@ class Grid:
         """Wildcard constraints of the WADE rules: the values this config can produce."""
         return {"task": "|".join(map(str, TASK_IDS)), "seed": r"[0-9]+",
                 "model": "|".join(sorted({m for m, _ in self.runs()} | set(self.cfg["imdb"]["models"]))),
-                "config": "|".join(sorted({c for _, c in self.runs()}))}
+                "config": "|".join(sorted({c for _, c in (ESN_RUN, *SEQUENCE_RUNS)}))}
 
-    def reservoir_outputs(self) -> dict[str, list[str] | str]:
-        """The curve files of one reservoir job (every CA rule, then the ESN), `{task}` and `{seed}` left open."""
-        def curve(model, config):
-            return CURVE.format(model=model, config=config, task="{task}", seed="{seed}")
-
-        return {"rules": [curve("reca", f"rule{r}") for r in self.rules()], "esn": curve("esn", "default")}
+    @staticmethod
+    def reservoir_outputs() -> dict[str, str]:
+        """The curve files of one reservoir job (every CA rule in one file, the ESN), `{task}` and `{seed}` open."""
+        return {"reca": RECA_CURVE, "esn": CURVE.format(model=ESN_RUN[0], config=ESN_RUN[1], task="{task}",
+                                                        seed="{seed}")}
 
     @staticmethod
     def sequence_outputs() -> list[str]:
@@ -127,8 +131,7 @@ class Grid:
         return [CURVE.format(model=m, config=c, task="{task}", seed="{seed}") for m, c in SEQUENCE_RUNS]
 
     def synthetic_curves(self) -> list[str]:
-        return [CURVE.format(model=m, config=c, task=t, seed=s) for t in self.cfg["tasks"] for s in self.seeds()
-                for m, c in self.runs()]
+        return synthetic_curves(self.cfg["tasks"], self.seeds())
 
     def first_seed_data(self) -> list[str]:
         """One dataset per task (the first seed), for Table 6."""
@@ -141,3 +144,12 @@ class Grid:
 
     def imdb_resources(self) -> str:
         return IMDB_RESOURCES[self.cfg["imdb"]["source"]]
+
+
+def synthetic_curves(tasks, seeds) -> list[str]:
+    """The curve files of the synthetic tasks, per (task, seed): the ReCA file (every rule), the ESN's, and one per
+    sequence-model run in SEQUENCE_RUNS order. The aggregate rebuilds this list from tasks and seeds: at paper scale
+    it is too long for one command line (Linux caps one argument, the shell command, at 128 KiB)."""
+    return [path for t in tasks for s in seeds
+            for path in (RECA_CURVE.format(task=t, seed=s),
+                         *(CURVE.format(model=m, config=c, task=t, seed=s) for m, c in (ESN_RUN, *SEQUENCE_RUNS)))]

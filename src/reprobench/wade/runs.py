@@ -9,6 +9,7 @@ import numpy as np
 from reprobench.core import curves
 from reprobench.core.provenance import Timer
 from reprobench.wade import PAPER, reservoir, sequence_models
+from reprobench.wade.grid import RULE_KEY
 from reprobench.wade.tasks import Dataset, task_spec
 
 
@@ -32,29 +33,42 @@ def curve_rows(seed: int, accuracy: np.ndarray, sequences: np.ndarray, items: np
 
 
 def write_run(path: str, dataset: Dataset, model: str, config_key: str, variant: str, seed: int, scale: str,
-              device: str, rows: dict, params: dict, timing: dict) -> None:
-    """One curve file; `timing` is core.provenance.Timer.fields()."""
+              device: str, rows: dict, params: dict, timing: dict, keys=()) -> None:
+    """One curve file; `timing` is core.provenance.Timer.fields(); `keys`: the key columns of a file of several
+    runs (core.curves.curve_schema)."""
     spec = task_spec(dataset.task_id)
     record = curves.provenance(
         paper=PAPER.id, experiment="synthetic", model=model, seed=seed, scale=scale, variant=variant,
         setting={"task": spec.id, "task_name": spec.name, "config": config_key, "vocabulary": len(dataset.vocabulary),
                  "train_sequences": int(dataset.train.sum()), "test_sequences": int((~dataset.train).sum())},
         config=params, device=device, **timing)
-    curves.write_curve(rows, path, record)
+    curves.write_curve(rows, path, record, keys)
 
 
-def run_reservoirs(dataset: Dataset, rules: list[int], rule_outputs: list[str], esn_output: str | None, scale: str,
+def reca_rows(seed: int, results: dict, rules: list[int], dataset: Dataset) -> dict:
+    """The rows of one ReCA file: each rule's curve_rows (what a file of its own held) after a `rule` column."""
+    rows = {RULE_KEY: []}
+    for rule in rules:
+        items, sequences = reservoir_progress(dataset, len(results[rule]))
+        one = curve_rows(seed, results[rule], sequences, items)
+        rows[RULE_KEY] += [rule] * len(one["step"])
+        for column, values in one.items():
+            rows.setdefault(column, []).extend(values)
+    return rows
+
+
+def run_reservoirs(dataset: Dataset, rules: list[int], reca_output: str, esn_output: str | None, scale: str,
                    device: str, rules_per_chunk: int) -> None:
-    """Every CA rule (one tensor, `rules_per_chunk` at a time) and the ESN on one seed's dataset."""
+    """Every CA rule (one tensor, `rules_per_chunk` at a time) into one curve file with a `rule` column, and the ESN,
+    on one seed's dataset."""
     seed = dataset.seed
     with Timer() as timer:
         results = reservoir.run(dataset, "reca", seed, rules=rules, rules_per_chunk=rules_per_chunk, device=device)
-    for rule, path in zip(rules, rule_outputs):
-        items, sequences = reservoir_progress(dataset, len(results[rule]))
-        write_run(path, dataset, "reca", f"rule{rule}", "all", seed, scale, device,
-                  curve_rows(seed, results[rule], sequences, items),
-                  {"rule": rule, "rules_in_batch": len(rules), "readout": "sgd-ovr lr 1e-3 l2 1e-3"},
-                  timer.fields(share=len(rules)))
+    # setting.config names the key column: the aggregate gives each rule's run the config 'rule<N>'
+    write_run(reca_output, dataset, "reca", RULE_KEY, "all", seed, scale, device,
+              reca_rows(seed, results, rules, dataset),
+              {"rules": list(rules), "rules_per_chunk": rules_per_chunk, "readout": "sgd-ovr lr 1e-3 l2 1e-3"},
+              timer.fields(), keys=(RULE_KEY,))
     if esn_output:
         with Timer() as timer:
             acc = reservoir.run(dataset, "esn", seed, device=device)["esn"]

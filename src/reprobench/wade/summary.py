@@ -19,8 +19,10 @@ import numpy as np
 import pandas as pd
 
 from reprobench.core import curves
+from reprobench.core.errors import ResultsFileError
 from reprobench.core.progress import Progress
 from reprobench.wade import metric
+from reprobench.wade.grid import RULE_KEY
 from reprobench.wade.tasks import make_task
 
 RESERVOIRS = ("reca", "esn")
@@ -112,16 +114,31 @@ def selected(runs: pd.DataFrame, rules: pd.DataFrame, by: str = "rule_by_accurac
     return runs[keep]
 
 
+def synthetic_runs(path: str):
+    """(wide curve, record) of every run in one synthetic curve file, in file order: a ReCA file holds every CA rule
+    of its job (key column `rule`; each run gets the config 'rule<N>'), any other file one run."""
+    keys = tuple(curves.read_metadata(path).get(curves.RUN_KEYS_FIELD) or ())
+    if keys not in ((), (RULE_KEY,)):
+        raise ResultsFileError(path, f"has the key columns {list(keys)}; a WADE curve file has none or ['rule']")
+    frame, record = curves.read_curve(path, keys)
+    if not keys:
+        yield curves.wide(frame), record
+        return
+    # one pivot for the whole file; each rule's rows are those its own file held, so its values are the same
+    table = curves.wide(frame, keys)
+    for rule in pd.unique(frame[RULE_KEY]):
+        yield table.loc[rule], record | {"setting": record["setting"] | {"config": f"rule{rule}"}}
+
+
 def aggregate_synthetic(paths: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(one row per run and variant: WADE, max and final accuracy; the mean curve of every (task, model, config))."""
     rows, accs = [], {}
     bar = Progress(len(paths), "aggregate synthetic", log_every_s=10)
     for path in paths:
-        frame, record = curves.read_curve(path)
-        table = curves.wide(frame)
-        rows += run_summary(table, record)
-        key = (int(record["setting"]["task"]), record["model"], record["setting"]["config"])
-        accs.setdefault(key, []).append((table["accuracy"].to_numpy(), table["sequences"].to_numpy()))
+        for table, record in synthetic_runs(path):
+            rows += run_summary(table, record)
+            key = (int(record["setting"]["task"]), record["model"], record["setting"]["config"])
+            accs.setdefault(key, []).append((table["accuracy"].to_numpy(), table["sequences"].to_numpy()))
         bar.update(1)
     bar.close()
     mean_rows = []
