@@ -158,3 +158,70 @@ def test_the_grid_plans_every_run_of_the_protocol():
 def test_bad_config_names_its_key(edit, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         grid.Grid(section(**edit)).check()
+
+
+# --- real runs on the ROMs ------------------------------------------------------------------------------------------
+ATARI = {"repeat_action_probability": 0.25, "frameskip": 4, "noop_max": 30, "use_fire_reset": True,
+         "episodic_life": False, "max_num_frames_per_episode": 108000, "max_steps_without_reward": 10000}
+
+
+def real_run(tmp_path, kind, architecture, games, name, **kw):
+    out = tmp_path / f"{name}.parquet"
+    runs.run(kind, architecture, games, 0, str(out), frames_per_game=kw.pop("frames", 1200), num_envs=2,
+             settings=ATARI, scale="small", device="cpu", threads=1, **kw)
+    frame, record = curves.read_curve(out)
+    return runs.episodes_frame(frame), record
+
+
+def test_a_user_architecture_plays_its_game_to_the_quota(tmp_path):
+    episodes, record = real_run(tmp_path, "fresh", "scripted_atari:ScriptedAtari", ["pong"], "fresh")
+    assert record["model"] == "scripted_atari.ScriptedAtari" and record["setting"]["user_class"]
+    frames = record["setting"]["frames"]["pong"]
+    # the quota is spent: two slots of 4-frame steps overshoot it by less than one step each (plus reset frames)
+    assert 1200 <= frames < 1200 + 2 * 4 + 2 * 4 * (30 + 2)
+    assert episodes["frames"].sum() == frames and episodes["end_frame"].max() == frames
+    assert episodes["truncated"].iloc[-1] == 1.0 and (episodes["end_frame"].diff().dropna() >= 0).all()
+
+
+def test_ppo_pretrains_saves_its_weights_and_a_transfer_run_starts_from_them(tmp_path):
+    weights = tmp_path / "weights.pt"
+    pre, record = real_run(tmp_path, "pretrain", "ppo", ["breakout", "pong"], "pretrain", fold=0,
+                           save_weights=str(weights))
+    assert set(pre["game"]) == {"breakout", "pong"} and weights.stat().st_size > 1_000_000  # 1.7M float32
+    assert record["setting"]["frames"]["breakout"] >= 1200 and record["setting"]["frames"]["pong"] >= 1200
+    transfer, record = real_run(tmp_path, "transfer", "ppo", ["freeway"], "transfer", fold=0,
+                                load_weights=str(weights))
+    assert set(transfer["game"]) == {"freeway"} and record["config"]["load_weights"] == str(weights)
+
+
+def test_a_killed_run_resumes_from_its_checkpoint(tmp_path, monkeypatch):
+    from scripted_atari import ScriptedAtari
+
+    whole, _ = real_run(tmp_path, "fresh", "scripted_atari:ScriptedAtari", ["breakout"], "whole", frames=4000)
+    checkpoint = tmp_path / "run.pt"
+    real_act, calls = ScriptedAtari.act, {"n": 0}
+
+    def dying_act(self, *args):
+        calls["n"] += 1
+        if calls["n"] > 300:
+            raise KeyboardInterrupt("killed")
+        return real_act(self, *args)
+
+    monkeypatch.setattr(ScriptedAtari, "act", dying_act)
+    with pytest.raises(KeyboardInterrupt):
+        real_run(tmp_path, "fresh", "scripted_atari:ScriptedAtari", ["breakout"], "resumed", frames=4000,
+                 checkpoint=str(checkpoint), checkpoint_minutes=0.0)
+    assert checkpoint.exists()
+    calls["n"] = -10**9  # counts the resumed run's calls, without dying
+    resumed, record = real_run(tmp_path, "fresh", "scripted_atari:ScriptedAtari", ["breakout"], "resumed", frames=4000,
+                               checkpoint=str(checkpoint), checkpoint_minutes=0.0)
+    assert not checkpoint.exists()  # removed once the curve is written
+    # it resumed (a run started over would make as many calls as the whole run: about 4000 / 8)
+    assert calls["n"] + 10**9 < 4000 // 8 - 250
+    # the episodes in progress at the checkpoint are closed as truncated; the quota is spent all the same
+    assert resumed["truncated"].sum() >= 2 and record["setting"]["frames"]["breakout"] >= 4000
+    assert resumed["frames"].sum() == record["setting"]["frames"]["breakout"]
+    # until the checkpoint the run is the uninterrupted one
+    first = whole[whole["end_frame"] <= resumed.loc[resumed["truncated"] == 1.0, "end_frame"].min()]
+    assert len(first) > 0 and resumed.iloc[:len(first)][["game", "return", "frames"]].equals(
+        first[["game", "return", "frames"]])

@@ -24,6 +24,7 @@ KEYS = (
     "wade",  # Cisneros, Sivic & Mikolov (2022): learning efficiency of reservoirs (WADE)
     "calm",  # Kruszewski, Sorodoc & Mikolov (2021): online continual language modelling (CALM)
     "s2b",  # Denamganaï, Missaoui & Walker (2023): meta-referential games (S2B)
+    "amtlb",  # Kuhn et al., AI-ON (2017): the Atari multitask and transfer learning benchmark (AMTLB)
 )
 
 

@@ -55,7 +55,6 @@ rule amtlb_train_fresh:
         amtlb.TRAIN_TIMINGS["fresh"]
     wildcard_constraints:
         **AMTLB.wildcards(),
-        model=AMTLB.model_pattern(),
     group:
         "amtlb_train"
     conda:
@@ -104,7 +103,6 @@ rule amtlb_train_pretrain:
         amtlb.TRAIN_TIMINGS["pretrain"]
     wildcard_constraints:
         **AMTLB.wildcards(),
-        model=AMTLB.model_pattern(),
     group:
         "amtlb_train"
     conda:
@@ -132,7 +130,6 @@ rule amtlb_train_transfer:
         amtlb.TRAIN_TIMINGS["transfer"]
     wildcard_constraints:
         **AMTLB.wildcards(),
-        model=AMTLB.model_pattern(),
     group:
         "amtlb_train"
     conda:
@@ -158,7 +155,6 @@ rule amtlb_train_generalist:
         amtlb.TRAIN_TIMINGS["generalist"]
     wildcard_constraints:
         **AMTLB.wildcards(),
-        model=AMTLB.model_pattern(),
     group:
         "amtlb_train"
     conda:

@@ -174,10 +174,8 @@ class Grid:
                 "frames": self.cfg["frames_per_game"], "num_envs": self.cfg["num_envs"], "atari": atari,
                 "weights": weights, "checkpoint_minutes": self.cfg["checkpoint_minutes"]}
 
-    def model_pattern(self) -> str:
-        """The architecture under test's run id (the random agent's runs have their own rule)."""
-        return re.escape(self.model)
-
     def wildcards(self) -> dict[str, str]:
+        """model: the architecture under test's run id only (the random agent's runs have their own rule, whose
+        path names it)."""
         return {"seed": "[0-9]+", "fold": "[0-9]+", "game": "|".join(sorted(self.cfg["games"], key=len, reverse=True)),
-                "model": "|".join(re.escape(m) for m in sorted({self.model, RANDOM}, key=len, reverse=True))}
+                "model": re.escape(self.model)}

@@ -87,7 +87,8 @@ def transfer_ratio_figure(transfer: pd.DataFrame, stem: str) -> list[str]:
             if measure == "normalised":
                 per_fold = per_fold - 1
             x = per_fold.index.to_numpy()
-            ax.plot(x, per_fold.mean(axis=1).to_numpy(), color=plotting.COLORS[0], label="mean over folds")
+            ax.plot(x, per_fold.mean(axis=1).to_numpy(), color=plotting.COLORS[0], marker="o", markersize=2,
+                    label="mean over folds")  # markers: a ratio defined at few grid points still shows
             ax.fill_between(x, per_fold.min(axis=1).to_numpy(), per_fold.max(axis=1).to_numpy(),
                             color=plotting.COLORS[0], alpha=0.2, label="min-max over folds")
             ax.axhline(0, color="0.4", lw=0.8)

@@ -60,6 +60,9 @@ def play(agent, envs, checkpoint: str | None = None, identity: dict | None = Non
     """Step `envs` with `agent` until the schedule is spent; every finished episode, in order. Resumes from
     `checkpoint` (the architecture's state and the envs' bookkeeping: emulator state cannot be saved, so a resumed
     run starts new episodes and closes the ones in progress as truncated) and saves one every `checkpoint_minutes`."""
+    import dataclasses
+
+    from reprobench.amtlb.atari import Episode
     from reprobench.core import checkpoint as checkpoints
 
     episodes: list = []
@@ -67,7 +70,7 @@ def play(agent, envs, checkpoint: str | None = None, identity: dict | None = Non
     if state is not None:
         agent.load_state_dict(state["agent"])
         envs.load_state_dict(state["envs"])
-        episodes = list(state["episodes"])
+        episodes = [Episode(**e) for e in state["episodes"]]  # stored as plain dicts: weights_only loading
     observations, closed = envs.reset()
     episodes += closed
     n = observations.shape[0]
@@ -83,7 +86,7 @@ def play(agent, envs, checkpoint: str | None = None, identity: dict | None = Non
             done_frames = frames
         if checkpoint and time.monotonic() - last_save > 60 * checkpoint_minutes and not envs.done:
             checkpoints.save(checkpoint, identity or {}, agent=agent.state_dict(), envs=envs.state_dict(),
-                             episodes=episodes)
+                             episodes=[dataclasses.asdict(e) for e in episodes])
             last_save = time.monotonic()
     return episodes
 
