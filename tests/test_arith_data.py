@@ -100,3 +100,32 @@ def test_evaluation_sets_are_the_first_draw_of_the_reference_forks():
     assert valid[9999, 99] == 1.5729783334618144
     assert test[0, :3].tolist() == [4.133045678987395, 3.2642050691588915, 3.878856131217955]
     assert test[9999, 99] == 4.235357623058612
+
+
+@pytest.mark.parametrize("low, high, count, exact", [
+    (1.0, 2.0, 25, True),  # multiples of 2^-24 below 50: 30 bits
+    (10.0, 20.0, 25, True),  # multiples of 2^-23 (10 = 5 * 2, span 10: 2^(1-24)) below 500
+    (0.0, 1.0, 75, True),
+    # 0.1f = 13421773 * 2^-27 and span 0.2f - 0.1f = 0.1f: multiples of 2^-51, 25 of them reach 5 > 2^2
+    (0.1, 0.2, 25, False),
+    (1.0, 2.0, 2**30, False),
+])
+def test_sums_are_exact(low, high, count, exact):
+    assert data.sums_are_exact(low, high, count) is exact
+
+
+@pytest.mark.parametrize("low, high, subset", [(1.0, 2.0, 0.25), (0.1, 0.2, 0.25), (10.0, 20.0, 0.05)])
+def test_batch_stream_equals_the_plain_stream_on_both_paths(low, high, subset):
+    """The fused numba kernel and the in-place torch ops give the bits of uniform_stream, the masked float64 subset
+    sums and torch.log(torch.abs(x) + eps), also where the sums are not provably exact (then summed in torch)."""
+    keys = [2546248239, 7, 7 + 2**24]
+    subsets = [data.dataset_rng(s, 100, subset, 0.5)[0] for s in (0, 1, 2)]
+    masks = torch.tensor(data.subset_masks(subsets, 100))
+    for fused in (True, False):
+        stream = data.BatchStream(keys, 128, 100, low, high, subsets, "cpu", fused=fused, log_eps=1e-7)
+        for step in (0, 3, 2**40 + 1):
+            x, sums = stream.next(step)
+            want = data.uniform_stream(torch.tensor(keys), step, 128, 100, low, high)
+            assert torch.equal(x, want)
+            assert torch.equal(sums, (want.double()[:, None] * masks[:, :, None, :]).sum(-1))
+            assert torch.equal(stream.log_x, torch.log(torch.abs(want) + 1e-7))

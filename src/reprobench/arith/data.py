@@ -143,3 +143,145 @@ def stream_index(batch_size: int, input_size: int, device=None):
     import torch
 
     return (torch.arange(1, batch_size * input_size + 1, dtype=torch.int64, device=device)) * _GOLDEN
+
+
+def _lowest_bit(value: float) -> int:
+    """e such that 2**e is the largest power of two dividing the float `value` (not zero)."""
+    num, den = float(value).as_integer_ratio()
+    return ((num & -num).bit_length() - 1) - (den.bit_length() - 1)
+
+
+def sums_are_exact(low: float, high: float, count: int) -> bool:
+    """Whether a float64 sum of `count` training inputs of U[low, high) is exact, so that its order does not matter.
+
+    Every input is fl32(low + fl32(span * k 2^-24)) with span = fl32(high) - fl32(low): a multiple of
+    2^q, q = min(lowest bit of low, lowest bit of span - 24) (rounding to float32 only drops bits below that), and
+    at most max(|low|, |high|) in magnitude. A sum of `count` of them (all partial sums too) is then a multiple of
+    2^q below count * max(|low|, |high|), exact in float64 if that is at most 2^(q + 53). True for every range of
+    the paper (U[1, 2] and 25 terms need 30 bits)."""
+    low32, high32 = np.float32(low), np.float32(high)
+    span = np.float32(high32 - low32)
+    if span <= 0:
+        return False
+    q = _lowest_bit(span) - 24
+    if low32 != 0:
+        q = min(q, _lowest_bit(low32))
+    return count * max(abs(float(low32)), abs(float(high32))) <= 2.0 ** (q + 53)
+
+
+_KERNEL = None
+
+
+def _fused_kernel():
+    """The numba kernel of BatchStream (compiled once, cached on disk next to this module)."""
+    global _KERNEL
+    if _KERNEL is None:
+        import numba
+
+        golden, mix1, mix2 = (np.uint64(c % 2**64) for c in (_GOLDEN, _MIX1, _MIX2))
+
+        @numba.njit(cache=True, nogil=True)
+        def fill(mixed_keys, step, low, span, starts, size, x, sums, shifted, eps):
+            """x[s, r, j] = low[s] + span[s] * u, u the top 24 bits of splitmix64 (see uniform_stream); with sums
+            not empty, sums[s, k, r] = the float64 sum of x[s, r, starts[s, k] : starts[s, k] + size]; with shifted
+            not empty, shifted = |x| + eps in float32 (the argument of the models' log)."""
+            n_seeds, rows, n = x.shape
+            scale = np.float32(1.0 / (1 << 24))
+            for s in range(n_seeds):
+                z = np.uint64(mixed_keys[s]) + np.uint64(step)
+                z = (z ^ (z >> np.uint64(30))) * mix1
+                z = (z ^ (z >> np.uint64(27))) * mix2
+                state = z ^ (z >> np.uint64(31))
+                lo, sp = low[s], span[s]
+                for r in range(rows):
+                    base = np.uint64(r * n + 1)
+                    for j in range(n):
+                        z = state + (base + np.uint64(j)) * golden
+                        z = (z ^ (z >> np.uint64(30))) * mix1
+                        z = (z ^ (z >> np.uint64(27))) * mix2
+                        # the last xor-shift of splitmix64 leaves the top 24 bits unchanged: skipped
+                        x[s, r, j] = lo + sp * (np.float32(z >> np.uint64(40)) * scale)
+                    if shifted.shape[0]:
+                        for j in range(n):
+                            shifted[s, r, j] = np.abs(x[s, r, j]) + eps
+                    if sums.shape[0]:
+                        for k in range(2):
+                            total = 0.0
+                            for j in range(starts[s, k], starts[s, k] + size):
+                                total += np.float64(x[s, r, j])
+                            sums[s, k, r] = total
+
+        _KERNEL = fill
+    return _KERNEL
+
+
+class BatchStream:
+    """The training batches of one setting's seeds, into buffers reused at every step.
+
+    `next(step)` returns x (seeds, batch, input) float32, equal bit for bit to `uniform_stream`, and the float64
+    subset sums a, b (seeds, 2, batch), equal bit for bit to the masked float64 sum over x. With `log_eps`, `log_x`
+    then holds torch.log(torch.abs(x) + log_eps), bit for bit (the models' first log). On a CPU one numba kernel
+    draws x, sums the subsets and shifts |x| in one pass (the sums where `sums_are_exact`, else the masked sum of
+    the trainer before, in torch); on other devices the same splitmix64 runs as a dozen in-place int64 torch ops
+    (no host sync). The returned tensors are overwritten by the next call."""
+
+    def __init__(self, keys: list[int], batch_size: int, input_size: int, low, high, subsets: list[Subsets],
+                 device=None, fused: bool | None = None, log_eps: float | None = None):
+        import torch
+
+        self.device = torch.device(device or "cpu")
+        n = len(keys)
+        low = np.broadcast_to(np.asarray(low, np.float32), (n,)).copy()
+        high = np.broadcast_to(np.asarray(high, np.float32), (n,)).copy()
+        span = (high - low).astype(np.float32)
+        self.fused = self.device.type == "cpu" if fused is None else fused
+        sizes = {sub.subset_size for sub in subsets}
+        self.exact = len(sizes) == 1 and all(sums_are_exact(lo, hi, next(iter(sizes))) for lo, hi in zip(low, high))
+        self.masks = torch.tensor(subset_masks(subsets, input_size), device=self.device)  # float64
+        self.x = torch.empty(n, batch_size, input_size, dtype=torch.float32, device=self.device)
+        self.sums = torch.empty(n, 2, batch_size, dtype=torch.float64, device=self.device)
+        self.log_eps = log_eps
+        self.log_x = torch.empty_like(self.x) if log_eps is not None else None
+        keys = torch.tensor(keys, dtype=torch.int64)
+        self.mixed_keys = _mix(keys * _GOLDEN).to(self.device)
+        if self.fused:
+            self._np = (self.mixed_keys.numpy().view(np.uint64), low, span,
+                        np.array([[sub.a.start, sub.b.start] for sub in subsets], np.int64), next(iter(sizes)),
+                        self.x.numpy(), self.sums.numpy() if self.exact else np.empty((0, 2, 0)),
+                        self.log_x.numpy() if log_eps is not None else np.empty((0, 0, 0), np.float32),
+                        np.float32(log_eps or 0))
+            _fused_kernel()
+        else:
+            self.index = stream_index(batch_size, input_size, self.device)
+            self.low = torch.tensor(low, device=self.device).reshape(-1, 1)
+            self.span = torch.tensor(span, device=self.device).reshape(-1, 1)
+            self.scratch = torch.empty(n, batch_size * input_size, dtype=torch.int64, device=self.device)
+            self.z = torch.empty_like(self.scratch)
+
+    def next(self, step: int):
+        """(x, sums) of training step `step`."""
+        import torch
+
+        if self.fused:
+            _fused_kernel()(self._np[0], step, *self._np[1:])
+            if self.log_x is not None:
+                self.log_x.log_()  # torch's log (the kernel wrote |x| + eps): the same bits as the models' own
+        else:
+            self._draw_in_place(step)
+            if self.log_x is not None:
+                torch.abs(self.x, out=self.log_x).add_(self.log_eps).log_()
+        if not (self.fused and self.exact):
+            self.sums.copy_((self.x.double()[:, None, :, :] * self.masks[:, :, None, :]).sum(-1))
+        return self.x, self.sums
+
+    def _draw_in_place(self, step: int) -> None:
+        import torch
+
+        z, t = self.z, self.scratch
+        torch.add(_mix(self.mixed_keys + step)[:, None], self.index[None, :], out=z)
+        for shift, mult in ((30, _MIX1), (27, _MIX2)):
+            torch.bitwise_right_shift(z, shift, out=t)
+            z.bitwise_xor_(t.bitwise_and_((1 << (64 - shift)) - 1)).mul_(mult)
+        torch.bitwise_right_shift(z, 40, out=t)  # top 24 bits (the skipped last xor-shift does not touch them)
+        x = self.x.view(len(z), -1)
+        x.copy_(t.bitwise_and_((1 << 24) - 1)).mul_(1.0 / (1 << 24)).mul_(self.span).add_(self.low)

@@ -49,9 +49,10 @@ def _matmul(x, w):
     """x (seeds, batch, in) or shared (batch, in), w (seeds, out, in) -> (seeds, batch, out).
 
     Always bmm: its result for one seed is bit-identical whatever the number of seeds (einsum's is not),
-    so a seed's curve does not depend on which seeds share its batch."""
+    so a seed's curve does not depend on which seeds share its batch. A shared x is a stride-0 view, not a copy
+    per seed (same bits; tests/test_arith_reference.py)."""
     if x.dim() == 2:
-        x = x.expand(w.shape[0], *x.shape).contiguous()  # stride-0 batches take another bmm path
+        x = x.expand(w.shape[0], *x.shape)
     return torch.bmm(x, w.transpose(1, 2))
 
 
@@ -87,13 +88,18 @@ class Layer(nn.Module):
             return self.weight
         return torch.tanh(self.w_hat) * torch.sigmoid(self.m_hat)
 
-    def forward(self, x):
+    def needs_log(self) -> bool:
+        return self.kind in ("nac_mul", "nalu")
+
+    def forward(self, x, log_x=None):
+        """`log_x`, if given, is log(|x| + EPS), computed by the caller (the training stream makes it in place)."""
         if self.kind == "linear":
             return _matmul(x, self.weight) + self.bias[:, None, :]
         w = self.effective_weight()
         if self.kind == "nac":
             return _matmul(x, w)
-        log_x = torch.log(torch.abs(x) + EPS)
+        if log_x is None:
+            log_x = torch.log(torch.abs(x) + EPS)
         if self.kind == "nac_mul":
             return torch.exp(_matmul(log_x, w))
         gate = torch.sigmoid(_matmul(x, self.gate))  # input-dependent gate, no bias
@@ -115,9 +121,10 @@ class BatchedNetwork(nn.Module):
         self.layer2 = Layer(kind2, hidden_size, 1, generators)
         self.to(dtype)
 
-    def forward(self, x):
-        """x: (seeds, batch, input) or a shared (batch, input); returns (seeds, batch)."""
-        return self.layer2(self.layer1(x))[..., 0]
+    def forward(self, x, log_x=None):
+        """x: (seeds, batch, input) or a shared (batch, input), log_x optionally its log(|x| + EPS); returns
+        (seeds, batch)."""
+        return self.layer2(self.layer1(x, log_x))[..., 0]
 
     @torch.no_grad()
     def sparsity_error(self):

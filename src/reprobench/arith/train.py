@@ -19,7 +19,7 @@ import torch
 
 from reprobench.arith import data
 from reprobench.arith.grid import Setting
-from reprobench.arith.models import BatchedNetwork
+from reprobench.arith.models import EPS, LAYERS, BatchedNetwork
 from reprobench.core import checkpoint as checkpoints
 from reprobench.core.progress import Progress, log
 
@@ -50,7 +50,10 @@ class SeedBatch:
         self.masks = torch.tensor(data.subset_masks(self.subsets, setting.input_size), device=device)  # float64
         self.keys = torch.tensor([d[1] for d in draws], dtype=torch.int64, device=device)
         self.setting, self.cfg, self.device = setting, cfg, device
-        self.index = data.stream_index(cfg.batch_size, setting.input_size, device)
+        # the first layer's log(|x| + eps) made with the batch where the model takes it (float32 runs only)
+        logs = LAYERS[setting.model][0] == "nalu" and cfg.torch_dtype == torch.float32
+        self.stream = data.BatchStream([d[1] for d in draws], cfg.batch_size, setting.input_size,
+                                       *setting.interpolation, self.subsets, device, log_eps=EPS if logs else None)
         masks = self.masks.cpu().numpy()
         self.eval_sets = {}
         for split, fork_seed, size, (low, high) in (
@@ -61,11 +64,15 @@ class SeedBatch:
             self.eval_sets[split] = (torch.tensor(x, dtype=cfg.torch_dtype, device=device),
                                      torch.tensor(t, dtype=cfg.torch_dtype, device=device))
 
+    @property
+    def log_x(self):
+        """log(|x| + EPS) of the last batch where the stream makes it, else None (the model then takes it)."""
+        return self.stream.log_x
+
     def batch(self, step: int):
-        """x (seeds, batch, input) and the targets, computed in float64 from x, in the run's dtype."""
-        low, high = self.setting.interpolation
-        x = data.uniform_stream(self.keys, step, self.cfg.batch_size, self.setting.input_size, low, high, self.index)
-        ab = (x.double()[:, None, :, :] * self.masks[:, :, None, :]).sum(-1)  # (seeds, 2, batch)
+        """x (seeds, batch, input) and the targets, computed in float64 from x, in the run's dtype. x (and
+        log_x) are buffers that the next call overwrites."""
+        x, ab = self.stream.next(step)  # reused buffers; ab: (seeds, 2, batch) float64 subset sums
         t = data.apply_operation(self.setting.operation, ab[:, 0], ab[:, 1])
         return x.to(self.cfg.torch_dtype), t.to(self.cfg.torch_dtype)
 
@@ -132,7 +139,7 @@ def train(setting: Setting, seeds: list[int], cfg: TrainConfig, device, checkpoi
                 state.records.append((step, "weights", "sparsity_error", net.sparsity_error().double().cpu().numpy(),
                                       state.alive.copy()))
         x, t = batch.batch(step)
-        per_seed = ((net(x) - t) ** 2).mean(1)
+        per_seed = ((net(x, batch.log_x) - t) ** 2).mean(1)
         nan_seen |= torch.isnan(per_seed)
         loss = torch.where(nan_seen, torch.zeros_like(per_seed), per_seed).sum()  # each seed's own gradient
         if evaluate:
