@@ -4,9 +4,15 @@ the multi-agent trainer's exact resume and its language probe."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 import pytest
+import torch
 
+from reprobench.core import checkpoint as ckpt
+from reprobench.s2b import cores, eoa, marl, r2d2, stimuli, train
 from reprobench.s2b.cores import ActionLayout
 from reprobench.s2b.marl_env import MetaReferentialGameTwoPlayerVector, regularise
 from reprobench.s2b.speaker import posdis_message
@@ -111,3 +117,189 @@ def test_action_sentences_are_the_wrappers_little_endian_enumeration():
     np.testing.assert_array_equal(layout.messages(np.arange(7, 14)), sentences)  # decision 1, same sentences
     np.testing.assert_array_equal(layout.messages(np.array([14])), [[0, 0]])  # the no-op says nothing
     np.testing.assert_array_equal(layout.decisions(np.array([3, 10, 14])), [0, 1, 0])
+
+
+# --- VDN and SAD ----------------------------------------------------------------------------------------------------
+def _team_batch(dims, b, t, p, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    inputs = {"stimulus": torch.rand(b, t, p, dims.stimulus, generator=g) * 2 - 1,
+              "comm": torch.randint(0, dims.vocab_size + 1, (b, t, p, dims.max_len), generator=g),
+              "prev_reward": torch.rand(b, t, 1, 1, generator=g).expand(b, t, p, 1),
+              "round_id": torch.eye(2)[torch.arange(t) % 2][None, :, None].expand(b, t, p, 2),
+              "role_id": torch.eye(2)[:p].expand(b, t, p, 2), "mode_id": torch.tensor([1.0, 0.0]).expand(b, t, p, 2),
+              "previous_game_result": torch.zeros(b, t, p, 2), "previous_game_reward": torch.zeros(b, t, p, 1),
+              "prev_action": torch.randint(-1, dims.n_actions, (b, t, p), generator=g),
+              "partner_action": torch.randint(-1, dims.n_actions, (b, t, p), generator=g),
+              "decision": torch.rand(b, t, p, generator=g) < 0.5}
+    steps = {**inputs, "action": torch.randint(0, dims.n_actions, (b, t, p), generator=g),
+             "reward": torch.rand(b, t, generator=g) * 3 - 2, "done": torch.zeros(b, t, dtype=torch.bool),
+             "valid": torch.ones(b, t, dtype=torch.bool)}
+    if t > 5:
+        steps["done"][0, 4] = True  # a terminal inside the first window (the learner must not bootstrap past it)
+        steps["valid"][0, 5:] = False
+    return steps
+
+
+def _vdn(p=2, **kw):
+    layout = ActionLayout("combined", 2, 3, 2)
+    dims = cores.InputDims(3, 3, 2, 2, layout.n_actions)
+    torch.manual_seed(0)
+    net = cores.build_network(cores.tiny_net("archi_lstm"), dims, layout, partner_action=True)
+    config = r2d2.R2D2Config(**{"burn_in": 2, "n_step": 1, "gamma": 0.9, "unroll": 7, "overlap": 2, **kw})
+    learner = r2d2.VDNLearner(net, config, n_actors=2)
+    with torch.no_grad():  # a target network different from the online one
+        for q in learner.target.parameters():
+            q.add_(0.1 * torch.randn(q.shape, generator=torch.Generator().manual_seed(q.numel())))
+    return learner, dims
+
+
+def test_vdn_loss_is_the_one_step_team_td_by_hand():
+    learner, dims = _vdn()
+    b, t, p, burn = 3, 7, 2, 2
+    steps = _team_batch(dims, b, t, p)
+    state = {k: v.reshape(b, p, *v.shape[1:]) for k, v in learner.net.initial_state(b * p).items()}
+    for v in state.values():  # a non-zero stored state
+        v.copy_(torch.rand(v.shape, generator=torch.Generator().manual_seed(1)))
+    weights = torch.tensor([1.0, 0.5, 0.25])
+    loss, prio, td_abs, mask = learner.loss(steps, state, weights)
+
+    # by hand: each player's sequence stepped one observation at a time from its stored state
+    def q_of(net, i, j):
+        s = {k: v[i, j][None] for k, v in state.items()}
+        out = []
+        for k in range(t):
+            q, s = net.step({name: steps[name][i, k, j][None] for name in cores.INPUT_KEYS + ("partner_action",)}, s)
+            out.append(q[0])
+        return torch.stack(out)
+
+    gamma, total, expect_mask = 0.9, 0.0, torch.zeros(b, t - burn, dtype=torch.bool)
+    expect_td = torch.zeros(b, t - burn)
+    with torch.no_grad():
+        for i in range(b):
+            online = [q_of(learner.net, i, j) for j in range(p)]
+            target = [q_of(learner.target, i, j) for j in range(p)]
+            for k in range(burn, t):
+                done = bool(steps["done"][i, k])
+                if not steps["valid"][i, k] or (k == t - 1 and not done):
+                    continue  # padding, or no next observation to bootstrap on
+                team_q = sum(online[j][k, steps["action"][i, k, j]] for j in range(p))
+                boot = 0.0 if done else sum(target[j][k + 1, online[j][k + 1].argmax()] for j in range(p))
+                y = steps["reward"][i, k] + gamma * boot
+                expect_td[i, k - burn] = y - team_q
+                expect_mask[i, k - burn] = True
+                total += 0.5 * weights[i] * (y - team_q) ** 2
+    assert torch.equal(mask, expect_mask)
+    torch.testing.assert_close(td_abs * mask, expect_td.abs(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(loss, total / (b * (t - burn)), rtol=1e-5, atol=1e-6)
+    m = expect_td.abs() * expect_mask
+    torch.testing.assert_close(prio, 0.9 * m.amax(1) + 0.1 * m.sum(1) / expect_mask.sum(1), rtol=1e-5, atol=1e-6)
+
+
+def test_vdn_with_one_player_is_r2d2():
+    learner, dims = _vdn(n_step=3)
+    steps = _team_batch(dims, 3, 7, 1, seed=2)
+    state = {k: v[:, None] for k, v in learner.net.initial_state(3).items()}
+    plain = r2d2.R2D2Learner(learner.net, learner.config, n_actors=2)
+    plain.target = learner.target
+    flat = {k: (v[:, :, 0] if v.dim() > 2 else v) for k, v in steps.items()}
+    weights = torch.tensor([1.0, 0.3, 0.6])
+    for a, b_ in zip(learner.loss(steps, state, weights), plain.loss(flat, {k: v[:, 0] for k, v in state.items()},
+                                                                     weights)):
+        torch.testing.assert_close(a, b_)
+
+
+def test_sad_partner_input_is_the_partners_previous_greedy_action():
+    learner, dims = _vdn()
+    net = learner.net
+    steps = _team_batch(dims, 2, 1, 1)
+    inputs = {k: v[:, 0, 0] for k, v in steps.items() if k in net.input_keys}
+    state = net.initial_state(2)
+    q1, _ = net.step(inputs, state)
+    q2, _ = net.step({**inputs, "partner_action": (inputs["partner_action"] + 1) % dims.n_actions}, state)
+    assert not torch.allclose(q1, q2)  # SAD's input reaches the Q-values
+    plain = cores.build_network(cores.tiny_net("archi_lstm"), dims, ActionLayout("combined", 2, 3, 2))
+    assert "partner_action" not in plain.input_keys
+    assert plain.encoder.out_dim == net.encoder.out_dim - dims.n_actions  # one one-hot of A more with SAD
+    # the team's bookkeeping: after a step each player holds its partner's greedy action, -1 after a reset
+    config = _marl_config()
+    trainer = marl.MARLTrainer(config, marl.MARLConfig.small())
+    team = trainer.actors
+    np.testing.assert_array_equal(team.partner, -1)
+    np.testing.assert_array_equal(team.inputs()["decision"][:, marl.SPEAKER], True)  # the speaker may always speak
+    greedy = np.array([[5, 7], [1, 2], [3, 4]])
+    obs, info = trainer.env.reset(seed=0)
+    team.pending = np.array([False, True, False])
+    team.advance(obs, info, greedy, np.zeros(3), np.zeros(3, dtype=bool),
+                 {k: v.clone() for k, v in team.state.items()}, greedy)
+    np.testing.assert_array_equal(team.partner, [[7, 5], [-1, -1], [4, 3]])
+    np.testing.assert_array_equal(team.inputs()["partner_action"], team.partner)
+
+
+# --- the trainer ------------------------------------------------------------------------------------------------------
+def _marl_config(**kw):
+    config = train.small(train.preset("table1_s1"))
+    env = {**config.env, "nbr_object_centric_samples": 1, "max_nbr_values_per_latent": 3, "vocab_size": 4}
+    return dataclasses.replace(config, env=env, n_actors=3, budget=300, eval_every=150, eval_actors=2,
+                               eval_episodes=2, r2d2=dataclasses.replace(
+                                   config.r2d2, episodes_per_cycle=None, min_handled=0, min_capacity=60, tau=0.02,
+                                   batch_size=4, n_minibatches=1, unroll=10, burn_in=2, overlap=2, n_step=2), **kw)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or a == b
+    return a == b
+
+
+@pytest.fixture
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny layers: one thread is faster, and much faster on a shared machine
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.slow
+def test_marl_run_learns_probes_and_resumes_exactly(tmp_path, one_thread):
+    config = _marl_config()
+    m = marl.MARLConfig(probe_episodes=2, eoa=eoa.EoAConfig.tiny(epochs=2))
+    straight = marl.MARLTrainer(config, m)
+    records = straight.train()
+    last = records[-1]
+    assert [r["observations"] // 3 for r in records] == [50, 100]
+    assert last["updates"] > 0 and last["target_copies"] > 0 and math.isfinite(last["loss"])
+    assert last["decisions/test"] > 0 and 0 <= last["zsct_accuracy"] <= 1 and last["probed_episodes"] == 2
+    assert 0 <= last["eoa_accuracy"] <= 1 and last["distinct_messages"] >= 1 and last["bosdis"] >= 0
+
+    first = marl.MARLTrainer(config, m)
+    first.train(until=200)  # "killed" between evaluations, mid-episode
+    path = tmp_path / "run.pt"
+    ckpt.save(path, marl.identity(config, m), trainer=first.state_dict())
+    resumed = marl.MARLTrainer(config, m)
+    resumed.load_state_dict(ckpt.load(path, marl.identity(config, m))["trainer"])
+    again = resumed.train()
+    assert len(again) == len(records) and all(
+        r.keys() == s.keys() and all(_same(r[k], s[k]) for k in r) for r, s in zip(records, again))
+    a, b = straight.net.state_dict(), resumed.net.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert all(torch.equal(x, y) for x, y in zip(straight.learner.target.state_dict().values(),
+                                                 resumed.learner.target.state_dict().values()))
+    with pytest.raises(ValueError, match="MARLTrainer"):
+        train.Trainer(config)
+
+
+def test_language_of_a_constant_and_of_the_posdis_speaker():
+    trainer = marl.MARLTrainer(_marl_config(), marl.MARLConfig(probe_episodes=2, eoa=eoa.EoAConfig.tiny(epochs=2)))
+    rng = np.random.default_rng(0)
+    spaces = [stimuli.sample_space(rng, n_values=[3, 3, 2], n_oc=1) for _ in range(2)]
+    constant = [(s, np.tile([1, 2, 0], (len(stimuli.combinations(s.n_values)), 1)), 1) for s in spaces]
+    scores = trainer._language(constant)
+    # one message for everything: no correlation to speak of (undefined), no symbol informative of any value
+    assert math.isnan(scores["topsim"]) and math.isnan(scores["posdis"]) and scores["bosdis"] == 0.0
+    assert scores["probed_episodes"] == 2 and scores["distinct_messages"] == 1.0
+    posdis = [(s, posdis_message(stimuli.combinations(s.n_values), max_len=3), 18) for s in spaces]
+    scores = trainer._language(posdis)
+    # the posdis speaker asked through the probe scores as Table 1's PS row does (topsim 96.67, posdis 92.03, bosdis
+    # 11.57 in the paper: one draw of 256 points of the support split, on which posdis is below its whole-space 1)
+    assert scores["topsim"] > 0.9 and 0.8 < scores["posdis"] < 1.0 and scores["bosdis"] < 0.3
+    assert scores["distinct_messages"] == 18.0  # 3 x 3 x 2 combinations, one message each

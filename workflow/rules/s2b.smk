@@ -1,8 +1,8 @@
 # s2b: Denamganaï, Missaoui & Walker (2023), "Meta-Referential Games to Learn Compositional Learning Behaviours".
 # speaker (the posdis speaker over episodes) and disentanglement (SCS stimuli) -> aggregate -> Table 1's PS column,
 # Appendix D.2; train (R2D2 listener or a user's agent, one run per model, O, S, variant, seed) and train_experiment
-# (one per experiment, model, variant, seed) -> aggregate_zsct -> Tables 2, 4; train_experiment -> Figures 5, 6;
-# -> compare.
+# (one per experiment, model, variant, seed; Table 1's learned speaker and listener, Table 4, Figures 5, 6)
+# -> aggregate_zsct -> Tables 1, 2, 4; train_experiment -> Figures 5, 6; -> compare.
 # Table 3 and Figures 3, 4 from the speaker and one episode. Runs, paths and input functions: src/reprobench/s2b/grid.py.
 # Config: the `s2b` section, validated against workflow/schemas/s2b.schema.yaml.
 
@@ -106,7 +106,8 @@ rule s2b_train:
         "--checkpoint-minutes {params.checkpoint_minutes:q} --out {output:q} 2> {log:q}"
 
 
-# Table 4, Figures 5 and 6: the same R2D2 trainer with another preset (reprobench.s2b.grid.EXPERIMENTS).
+# Table 1 (multi-agent: reprobench.s2b.marl), Table 4, Figures 5 and 6: the same R2D2 trainer with another preset
+# (reprobench.s2b.grid.EXPERIMENTS).
 rule s2b_train_experiment:
     output:
         s2b.EXPERIMENT_CURVE,
@@ -228,6 +229,7 @@ rule s2b_aggregate:
 rule s2b_table1:
     input:
         probes=s2b.PROBES,
+        zsct=s2b.ZSCT,
     output:
         **reported("s2b", s2b.TABLES["table1"]),
     log:
@@ -237,7 +239,7 @@ rule s2b_table1:
     params:
         caption=s2b.TABLES["table1"].caption,
     shell:
-        "python -m reprobench s2b table1 --probes {input.probes:q} --out {output:q} 2> {log:q}"
+        "python -m reprobench s2b table1 --probes {input.probes:q} --zsct {input.zsct:q} --out {output:q} 2> {log:q}"
 
 
 rule s2b_tableD2:

@@ -32,12 +32,13 @@ def register(sub) -> None:
     t.set_defaults(func=cmd_disentanglement)
 
     t = s.add_parser("train", help="one run: Table 2 (--n-oc, --shots; --model r2d2 or a user's agent class) or "
-                                   "Table 4 / Figures 5, 6 (--model)")
+                                   "Tables 1, 4 / Figures 5, 6 (--model)")
     t.add_argument("--experiment", required=True, choices=["zsct", *EXPERIMENTS])
     t.add_argument("--n-oc", type=int, help="Table 2: object-centric samples O")
     t.add_argument("--shots", type=int, help="Table 2: shots S")
     t.add_argument("--model", required=True, help="zsct: r2d2 or 'package.module:Class' (reprobench.s2b.agents); "
-                                                   "table4 / fig5 / fig6: a model of reprobench.s2b.grid.EXPERIMENTS")
+                                                   "table1 / table4 / fig5 / fig6: a model of "
+                                                   "reprobench.s2b.grid.EXPERIMENTS")
     t.add_argument("--variant", required=True, choices=["faithful", "corrected"])
     t.add_argument("--seed", type=int, required=True)
     t.add_argument("--sizes", required=True, choices=SIZES)
@@ -71,6 +72,8 @@ def register(sub) -> None:
     for name in ("table1", "tableD2"):
         t = s.add_parser(name, help=f"{TABLES[name].title}: {TABLES[name].stem}.*")
         t.add_argument("--probes", required=True)
+        if name == "table1":
+            t.add_argument("--zsct", help="zsct.parquet, for the learned (multi-agent) columns")
         add_output(t, "table")
         t.set_defaults(func=cmd_table, product=name)
     t = s.add_parser("table3", help=f"{TABLES['table3'].title}: {TABLES['table3'].stem}.*")
@@ -155,8 +158,11 @@ def cmd_aggregate(args) -> None:
 def cmd_table(args) -> None:
     from reprobench.s2b import render, summary
 
-    draw = {"table1": render.table1, "tableD2": render.tableD2}[args.product]
-    draw(summary.read_probes(args.probes), output_stem(args.out, (".md", ".csv", ".tex")))
+    stem, probes = output_stem(args.out, (".md", ".csv", ".tex")), summary.read_probes(args.probes)
+    if args.product == "table1":
+        render.table1(probes, stem, zsct=summary.read_zsct(args.zsct) if args.zsct else None)
+    else:
+        render.tableD2(probes, stem)
 
 
 def cmd_table3(args) -> None:

@@ -4,7 +4,8 @@ The parts that need no agent: the posdis speaker's compositionality over many ep
 disentanglement of SCS stimuli (Appendix D.2), the speaker's utterances (Table 3) and one meta-RG's stimuli and
 messages (Figures 3, 4). Trained, R2D2 listeners with the posdis speaker: Table 2, one run per (O, S, variant, seed);
 Table 4 and Figure 6, one run per (model, variant, seed) of EXPERIMENTS; the DNC on the recall task (Figure 5), one
-per (representation, variant, seed). Still to come (issue 12): Table 1's learned columns.
+per (representation, variant, seed); Table 1's learned columns, a speaker and a listener learned together (VDN +
+SAD, reprobench.s2b.marl), one run per (S, variant, seed) as experiment "table1", models s1 and s2.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ COMPARISON, COMPARISON_LOG = f"{ROOT}/comparison.csv", f"{LOGS}/comparison.log"
 
 # experiment -> model -> (train.PRESETS name, auxiliary reconstruction on): specs/s2b.md sections 2.11, 4.2-4.4, 5.7
 EXPERIMENTS = {
+    "table1": {"s1": ("table1_s1", False), "s2": ("table1_s2", False)},  # multi-agent: the preset's task is "marl"
     "table4": {"lstm": ("table4_lstm", True), "esbn": ("table4_esbn", True), "dcem": ("table4_dcem", True)},
     "fig5": {"scs": ("recall_scs", False), "ohe": ("recall_ohe", False)},
     "fig6": {"lstm": ("fig6_lstm", False), "dnc": ("fig6_dnc", False), "lstm_rec": ("fig6_lstm", True),
@@ -53,9 +55,9 @@ TABLE_FORMATS, FIGURE_FORMATS = (".md", ".csv", ".tex"), (".png", ".pdf")
 _PAPER = "Denamganaï, Missaoui & Walker (2023)"
 TABLES = {
     "table1": Product("Table 1", f"{ROOT}/tables/table1_marl", TABLE_FORMATS,
-                      f"Table 1 of {_PAPER}: linguistic compositionality (topsim, posdis, bosdis, %) of the "
-                      "Posdis-Speaker (PS) column, mean ± std over seeds of per-episode means; the learned agents' "
-                      "columns come with the R2D2 runs."),
+                      f"Table 1 of {_PAPER}: ZSCT and EoA accuracies and linguistic compositionality (topsim, posdis, "
+                      "bosdis, %) of a speaker and a listener learned together (R2D2 + VDN + SAD, S = 1 and 2, "
+                      "O = 4), mean ± std over seeds, and of the Posdis-Speaker (PS), next to the paper's."),
     "table2": Product("Table 2", f"{ROOT}/tables/table2_zsct", TABLE_FORMATS,
                       f"Table 2 of {_PAPER}: ZSCT accuracy (%) of the R2D2 listener with the posdis speaker per number "
                       "of object-centric samples O and shots S, greedy test-only evaluation, mean ± std over seeds."),
@@ -104,6 +106,9 @@ class Grid:
             if any(v < 1 for v in self.cfg["zsct"][key]):
                 raise ConfigError(f"s2b.zsct.{key}", f"every value must be at least 1, got {self.cfg['zsct'][key]}")
         for experiment, models in self.cfg["experiments"]["seeds"].items():
+            for key in ("observations", "eval_every"):
+                if models and experiment not in self.cfg["experiments"][key]:
+                    raise ConfigError(f"s2b.experiments.{key}", f"has no entry for '{experiment}', which has seeds")
             unknown = sorted(set(models) - set(EXPERIMENTS[experiment]))
             if unknown:
                 raise ConfigError(f"s2b.experiments.seeds.{experiment}", f"unknown model(s) {unknown}; known: "

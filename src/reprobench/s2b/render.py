@@ -1,4 +1,5 @@
-"""The paper's outputs: Table 1's Posdis-Speaker column, Table 2 (ZSCT of the R2D2 listener), Table 3 (the speaker's
+"""The paper's outputs: Table 1 (the learned speaker and listener, and the Posdis-Speaker column), Table 2 (ZSCT of
+the R2D2 listener), Table 3 (the speaker's
 utterances), Appendix D.2's disentanglement table, Figures 3 and 4, and the published-vs-reproduced comparison."""
 
 from __future__ import annotations
@@ -46,25 +47,87 @@ def _paper(table: str, metric: str, setting: str) -> float:
     return float(row["mean"].iloc[0]) if len(row) else np.nan
 
 
-def table1(probes_frame: pd.DataFrame, stem: str) -> list[str]:
+# Table 1's learned columns: (our metric in zsct.parquet, the published metric), in the paper's row order
+TABLE1_MEASURES = {"zsct_accuracy": "acc_zsct", "eoa_accuracy": "acc_eoa", "topsim": "topsim", "posdis": "posdis",
+                   "bosdis": "bosdis"}
+TABLE1_LABELS = {"zsct_accuracy": "Acc_ZSCT (greedy query-phase accuracy)",
+                 **{k: v[0] for k, v in SPEAKER_ROWS.items()}}
+TABLE1_SHOTS = {"s1": 1, "s2": 2}  # grid.EXPERIMENTS["table1"] models -> S
+
+
+def _table1_stats(zsct: pd.DataFrame | None) -> pd.DataFrame:
+    """Per (variant, S, measure): mean and std (ddof 1) over seeds of the learned runs' last evaluation, in percent."""
+    rows = []
+    runs = zsct[zsct["experiment"] == "table1"] if zsct is not None else pd.DataFrame()
+    for (variant, model), g in runs.groupby(["variant", "model"], sort=True):
+        for metric in TABLE1_MEASURES:
+            v = 100 * g[metric].astype(float)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # every seed NaN: an undefined measure
+                rows.append({"variant": variant, "S": TABLE1_SHOTS.get(model, model), "metric": metric,
+                             "mean": float(v.mean()), "std": float(v.std(ddof=1)), "n_seeds": int(v.notna().sum())})
+    return pd.DataFrame(rows, columns=["variant", "S", "metric", "mean", "std", "n_seeds"])
+
+
+def table1(probes_frame: pd.DataFrame, stem: str, zsct: pd.DataFrame | None = None) -> list[str]:
+    """Rows: the paper's measures (then the PS-only extra ones); columns: S = 1 and S = 2 of the learned speaker and
+    listener (paper, ours per variant), then the Posdis-Speaker's (paper, ours)."""
     stats = _stats(probes_frame, "speaker")
-    header = ["Measure", "PS (paper)", "PS (ours)"]
+    learned = _table1_stats(zsct)
+    cells = sorted({(int(r.S), r.variant) for r in learned.itertuples()}, key=lambda c: (c[0], c[1] != "faithful"))
+    shots = sorted({s for s, _ in cells} | {1, 2})
+    header = ["Measure"]
+    for s in shots:
+        header += [f"S={s} (paper)", *(f"S={s} (ours{'' if v == 'faithful' else f', {v}'})" for t, v in cells
+                                       if t == s)]
+    header += ["PS (paper)", "PS (ours)"]
     rows, data = [], []
-    for metric, (label, pub_metric) in SPEAKER_ROWS.items():
-        s = stats[stats["metric"] == metric]
-        mean, std = (float(s["mean"].iloc[0]), float(s["std"].iloc[0])) if len(s) else (np.nan, np.nan)
-        paper = _paper("table1", pub_metric, "PS") if pub_metric else np.nan
-        rows.append([label, "—" if np.isnan(paper) else f"{paper:.2f}", _fmt(mean, std)])
-        data.append({"metric": metric, "published": paper, "mean": mean, "std": std,
-                     "n_seeds": int(s["n_seeds"].iloc[0]) if len(s) else 0})
+    for metric in [*TABLE1_MEASURES, *(m for m in SPEAKER_ROWS if m not in TABLE1_MEASURES)]:
+        pub_metric = TABLE1_MEASURES.get(metric, SPEAKER_ROWS.get(metric, (None, None))[1])
+        row = [TABLE1_LABELS[metric]]
+        for s in shots:
+            paper = _paper_cell_metric("table1", pub_metric, f"S={s}") if metric in TABLE1_MEASURES else "—"
+            row.append(paper)
+            for t, variant in cells:
+                if t != s:
+                    continue
+                g = learned[(learned["S"] == s) & (learned["variant"] == variant) & (learned["metric"] == metric)]
+                mean, std = (float(g["mean"].iloc[0]), float(g["std"].iloc[0])) if len(g) else (np.nan, np.nan)
+                row.append(_fmt(mean, std) if metric in TABLE1_MEASURES else "—")
+                if len(g):
+                    data.append({"column": f"S={s}", "variant": variant, "metric": metric, "mean": mean, "std": std,
+                                 "n_seeds": int(g["n_seeds"].iloc[0]),
+                                 "published": _paper("table1", pub_metric, f"S={s}")})
+        ps = stats[stats["metric"] == metric]
+        mean, std = (float(ps["mean"].iloc[0]), float(ps["std"].iloc[0])) if len(ps) else (np.nan, np.nan)
+        paper = _paper("table1", pub_metric, "PS") if pub_metric and metric != "eoa_accuracy" else np.nan
+        row += ["—" if np.isnan(paper) else f"{paper:.2f}", _fmt(mean, std)]
+        if metric in SPEAKER_ROWS:
+            data.append({"column": "PS", "variant": "faithful", "metric": metric, "mean": mean, "std": std,
+                         "n_seeds": int(ps["n_seeds"].iloc[0]) if len(ps) else 0, "published": paper})
+        rows.append(row)
     n = probes_frame[probes_frame["experiment"] == "speaker"]
-    note = (f"Scale: {curves.scale_label(n) if len(n) else '—'}. Ours: the mean over each seed's episodes "
-            f"({int(n['n'].max()) if len(n) else 0} per seed) of the metrics on 256 points of the episode's support "
-            "split drawn in factor-fixed batches of 32 (ReferentialGym's protocol; d(j) ~ U{2..5}, O = 4, L = 4), "
-            "then mean ± std over seeds. The paper's row is one unrecorded draw of that protocol (DEVIATIONS S1). "
-            "Acc_EoA (the paper: N/A for PS): a fresh listener per episode on further episodes of each seed "
-            "(reprobench.s2b.eoa), chance 50%. The learned (multi-agent) columns are not built yet.")
+    runs = zsct[zsct["experiment"] == "table1"] if zsct is not None else pd.DataFrame()
+    budget = int(runs["observations"].max()) if len(runs) else 0
+    note = (f"Learned columns: scale {curves.scale_label(runs) if len(runs) else '—'}; {budget:,} observations per "
+            "run (paper: 500k); one network plays both roles, R2D2 + VDN + SAD with Table 4's Archi LSTM settings "
+            "(DEVIATIONS S16); the last greedy evaluation: ZSCT accuracy, and the speaker frozen at the end of "
+            "evaluation episodes and asked about every combination of the episode, its messages scored as the PS's "
+            "and by a fresh EoA listener (reprobench.s2b.marl); — where a measure is undefined (a speaker that says "
+            "one message for everything has no topsim or posdis). "
+            f"PS: scale {curves.scale_label(n) if len(n) else '—'}; "
+            f"the mean over each seed's episodes ({int(n['n'].max()) if len(n) else 0} per seed) of the metrics on 256 "
+            "points of the episode's support split drawn in factor-fixed batches of 32 (ReferentialGym's protocol; "
+            "d(j) ~ U{2..5}, O = 4, L = 4), then mean ± std over seeds; the paper's PS row is one unrecorded draw of "
+            "that protocol (DEVIATIONS S1). Acc_EoA (the paper: N/A for PS): a fresh listener per episode on further "
+            "episodes of each seed (reprobench.s2b.eoa), chance 50%.")
     return tables.write_all(stem, header, rows, rows, pd.DataFrame(data), note=note)
+
+
+def _paper_cell_metric(table: str, metric: str, setting: str) -> str:
+    pub = published.tables()
+    row = pub[(pub["table"] == table) & (pub["metric"] == metric) & (pub["setting"] == setting)]
+    return f"{row['mean'].iloc[0]:.2f} ± {row['std'].iloc[0]:.2f}" if len(row) else "—"
 
 
 def _zsct_stats(zsct: pd.DataFrame, experiment: str = "zsct", by=("model", "variant", "n_oc", "shots")) -> pd.DataFrame:
@@ -305,7 +368,8 @@ def figure4(stem: str, seed: int = 0) -> list[str]:
 
 def comparison_rows(probes_frame: pd.DataFrame, zsct: pd.DataFrame | None = None) -> list[dict]:
     """Table 1's PS row (a property of the speaker and the stimuli) and Appendix D.2 (of the stimuli): the paper's
-    single values against our mean ± std over seeds; Tables 2 and 4: the paper's mean ± std against ours."""
+    single values against our mean ± std over seeds; Tables 2 and 4, and Table 1's S = 1 and S = 2 rows (every
+    measure of the learned speaker and listener): the paper's mean ± std against ours."""
     rows = []
     if zsct is not None and len(zsct):
         # (result, experiment, stats grouping, (stats row) -> (our row label, the paper's setting))
@@ -328,6 +392,20 @@ def comparison_rows(probes_frame: pd.DataFrame, zsct: pd.DataFrame | None = None
                     scale=curves.scale_label(zsct[zsct["experiment"] == experiment]), variant=r.variant,
                     spread="mean ± std ranges",
                     deviation=compare.deviation(published.DEVIATIONS, result, row, "acc_zsct", r.variant)))
+    if zsct is not None and len(zsct[zsct["experiment"] == "table1"]):
+        runs = zsct[zsct["experiment"] == "table1"]
+        for r in _table1_stats(zsct).itertuples():
+            pub_metric, setting = TABLE1_MEASURES[r.metric], f"S={r.S}"
+            paper = published.tables()
+            p = paper[(paper["table"] == "table1") & (paper["metric"] == pub_metric) & (paper["setting"] == setting)]
+            if not len(p):
+                continue
+            rows.append(compare.row(
+                benchmark="s2b", result="table1", row=setting, metric=pub_metric,
+                published=Interval.mean_std(float(p["mean"].iloc[0]), float(p["std"].iloc[0])),
+                reproduced=Interval.mean_std(r.mean, r.std), n_runs=int(r.n_seeds), scale=curves.scale_label(runs),
+                variant=r.variant, spread="mean ± std ranges",
+                deviation=compare.deviation(published.DEVIATIONS, "table1", setting, pub_metric, r.variant)))
     scale = curves.scale_label(probes_frame) if len(probes_frame) else ""
     speaker = probes_frame[probes_frame["experiment"] == "speaker"]
     for metric in ("topsim", "posdis", "bosdis"):

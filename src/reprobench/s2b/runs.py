@@ -91,8 +91,8 @@ def zsct_config(n_oc: int, shots: int, variant: str, seed: int, sizes: str, budg
 
 def experiment_config(experiment: str, model: str, variant: str, seed: int, sizes: str, budget: int,
                         eval_every: int):
-    """A Table 4 or Figure 6 run: grid.EXPERIMENTS[experiment][model] names the preset and whether the auxiliary
-    reconstruction is on."""
+    """A Table 1 (multi-agent), Table 4 or Figure 5/6 run: grid.EXPERIMENTS[experiment][model] names the preset and
+    whether the auxiliary reconstruction is on."""
     import dataclasses
 
     from reprobench.s2b import train
@@ -132,7 +132,12 @@ def train_run(config, experiment: str, model: str, setting: dict, variant: str, 
         if user:
             records = agents.run_agent(load_class(model, "s2b.zsct.models"), config, device, progress=True)
         else:
-            records = train.run(config, checkpoint=checkpoint, device=device, progress=True)
+            marl = None
+            if config.task == "marl":  # Table 1: the probe's size follows the run's (MARLConfig)
+                from reprobench.s2b.marl import MARLConfig
+
+                marl = MARLConfig.small() if sizes == "tiny" else MARLConfig()
+            records = train.run(config, checkpoint=checkpoint, device=device, progress=True, marl=marl)
     keys = sorted({k for r in records for k, v in r.items() if isinstance(v, int | float)})
     series = [("eval", k, [float(r.get(k, float("nan"))) for r in records]) for k in keys]
     if user:

@@ -33,7 +33,8 @@ def read_probes(path) -> pd.DataFrame:
 
 
 ZSCT_COLUMNS = ["experiment", "model", "n_oc", "shots", "variant", "seed", "observations", "zsct_accuracy",
-                "support_accuracy", "rec_stimulus_accuracy", "scale"]
+                "support_accuracy", "rec_stimulus_accuracy", "eoa_accuracy", "topsim", "posdis", "bosdis", "scale"]
+LANGUAGE = ("eoa_accuracy", "topsim", "posdis", "bosdis")  # Table 1's runs' language probe (reprobench.s2b.marl)
 
 
 def _shots(strategy: str | None) -> int:
@@ -42,7 +43,8 @@ def _shots(strategy: str | None) -> int:
 
 
 def aggregate_zsct(paths: list[str], out: str) -> pd.DataFrame:
-    """One row per trained run (Table 2, Table 4, Figure 6): its last evaluation (greedy, test-only)."""
+    """One row per trained run (Tables 1, 2, 4, Figure 6): its last evaluation (greedy, test-only); the language
+    probe's scores for Table 1's runs (NaN for the others)."""
     rows, scales = [], set()
     for path in paths:
         frame, record = curves.read_curve(path)
@@ -56,7 +58,7 @@ def aggregate_zsct(paths: list[str], out: str) -> pd.DataFrame:
                      "observations": int(last["observations"]), "zsct_accuracy": float(last["zsct_accuracy"]),
                      "support_accuracy": float(last[support].mean()) if support else float("nan"),
                      "rec_stimulus_accuracy": float(last.get("rec_stimulus_accuracy", float("nan"))),
-                     "scale": record["scale"]})
+                     **{k: float(last.get(k, float("nan"))) for k in LANGUAGE}, "scale": record["scale"]})
         scales.add(record["scale"])
     runs = pd.DataFrame(rows, columns=ZSCT_COLUMNS).sort_values(
         ["experiment", "model", "n_oc", "shots", "variant", "seed"], kind="stable").reset_index(drop=True)
