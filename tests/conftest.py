@@ -71,6 +71,7 @@ def tiny(config):
     config["s2b"]["disentanglement"].update(n_oc=[1])
     config["s2b"]["zsct"].update(models=["r2d2", "scripted_listener:PerfectListener"], n_oc=[1], shots=[1],
                                  observations=300, eval_every=150)
+    config["amtlb"].update(games=["breakout", "pong"], frames_per_game=1200, num_envs=2, grid_points=10)
     config["s2b"]["experiments"].update(seeds={"table4": {"lstm": 2}, "fig5": {"ohe": 2}, "fig6": {"lstm_rec": 2}},
                                         observations={"table4": 300, "fig5": 200, "fig6": 300},
                                         eval_every={"table4": 150, "fig5": 100, "fig6": 150})

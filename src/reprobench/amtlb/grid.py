@@ -98,6 +98,17 @@ class Grid:
         if arch not in BUILTIN and not USER_CLASS.match(arch):
             raise ConfigError("amtlb.architecture", f"unknown architecture '{arch}' (known: {', '.join(BUILTIN)}, "
                               "or a user's class as 'package.module:Class')")
+        if arch not in BUILTIN:  # found without importing it (that would cost every plan a torch import); a
+            import importlib.util  # missing method is reported by the job (reprobench.amtlb.api)
+
+            module = arch.partition(":")[0]
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except ImportError:
+                found = False
+            if not found:
+                raise ConfigError("amtlb.architecture", f"cannot find the module '{module}' of '{arch}' on the "
+                                  "Python path")
         check_games(self.cfg["games"], "amtlb.games")
         self.parms().check("amtlb")
 

@@ -17,7 +17,8 @@ DEVIATIONS = [
 ]
 
 
-def reference_scores() -> pd.DataFrame:
-    """source, agent, game, frames, measure, value, ... (published/reference_scores.csv), the measures we compare."""
+def reference_scores(compared_only: bool = True) -> pd.DataFrame:
+    """source, agent, game, frames, measure, value, ... (published/reference_scores.csv); by default only the
+    measures comparison.csv compares (OURS)."""
     frame = read_csv("reprobench.amtlb", "reference_scores.csv")
-    return frame[frame["measure"].isin(OURS)].reset_index(drop=True)
+    return frame[frame["measure"].isin(OURS)].reset_index(drop=True) if compared_only else frame
