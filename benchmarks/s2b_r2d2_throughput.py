@@ -4,7 +4,9 @@
                                              [--train-seconds 10] [--tflops 10] [--launch-us 10]
 
 Configurations: "default" (TrainConfig(), the tiny one) and the reference presets table2, table4_lstm, table4_esbn,
-table4_dcem, fig6_lstm, fig6_dnc at the reference network sizes. Each is changed (dataclasses.replace) in three
+table4_dcem, fig6_lstm, fig6_dnc, recall_scs, recall_ohe and table1 (Table 1's multi-agent run, preset table1_s1:
+reprobench.s2b.marl.MARLTrainer, two players per actor, its evaluation-time probe not timed) at the reference network
+sizes. Each is changed (dataclasses.replace) in three
 fields only: budget (a short run, never reached), eval_every (past the budget: no evaluation runs) and min_capacity
 (N actors x W experiences, so that the learner starts after about W env steps: raised from 200 / 1,000 for default,
 Table 4 and Figure 6, lowered from 40,000 for Table 2). The warm-up (those W steps) lets the actors' episodes fall
@@ -64,19 +66,21 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from reprobench.s2b.r2d2 import R2D2Learner
+from reprobench.s2b.marl import MARLConfig, MARLTrainer
+from reprobench.s2b.r2d2 import R2D2Learner, VDNLearner
 from reprobench.s2b.tasks import make_env
 from reprobench.s2b.train import TrainConfig, Trainer, preset
 
 NAMES = ("default", "table2", "table4_lstm", "table4_esbn", "table4_dcem", "fig6_lstm", "fig6_dnc", "recall_scs",
-         "recall_ohe")
+         "recall_ohe", "table1")
 # (W warm-up env steps before the learner starts, V window env steps): W covers a few of the longest episodes
 # (Table 2: up to ~215 observations, Table 4: ~90, Figure 6: ~800), V is what the time budget allows
 STEPS = {"default": (300, 200), "table2": (300, 60), "table4_lstm": (150, 30), "table4_esbn": (150, 8),
          "table4_dcem": (150, 8), "fig6_lstm": (1000, 60), "fig6_dnc": (1000, 20), "recall_scs": (300, 20),
-         "recall_ohe": (100, 20)}
+         "recall_ohe": (100, 20), "table1": (150, 30)}
 ENV_STEPS = 10_000  # environment-only steps for the episode statistics
-GRIDS = [("Table 2: 3 O x 3 S x 3 seeds", [("table2", 27, True)]),
+GRIDS = [("Table 1: 2 S x 3 seeds (multi-agent, VDN + SAD)", [("table1", 6, False)]),
+         ("Table 2: 3 O x 3 S x 3 seeds", [("table2", 27, True)]),
          ("Table 2 + corrected variant", [("table2", 54, True)]),
          ("Table 4: LSTM 3 + ESBN 3 + DCEM 2 seeds", [("table4_lstm", 3, True), ("table4_esbn", 3, True),
                                                       ("table4_dcem", 2, True)]),
@@ -86,7 +90,12 @@ GRIDS = [("Table 2: 3 O x 3 S x 3 seeds", [("table2", 27, True)]),
 
 
 def config_of(name: str) -> TrainConfig:
-    return TrainConfig() if name == "default" else preset(name)
+    """table1: the S = 1 preset (S = 2's episodes are a little longer; every Table 1 run is assumed to cost it)."""
+    return TrainConfig() if name == "default" else preset("table1_s1" if name == "table1" else name)
+
+
+def players(config: TrainConfig) -> int:
+    return 2 if config.task == "marl" else 1
 
 
 # -- episode statistics ------------------------------------------------------------------------------------------
@@ -98,10 +107,16 @@ def episode_stats(config: TrainConfig, warm: int, steps: int) -> dict:
     env = make_env(config.task, config.env, n, config.seed)
     env.reset(seed=config.seed)
     actions = np.zeros(n, dtype=np.int64)
+    step = env.step
+    if config.task == "marl":  # the two-player game: a silent speaker (its messages do not change the episodes)
+        silent = np.zeros((n, env.config.max_sentence_length), dtype=np.int64)
+
+        def step(decisions):
+            return env.step(silent, decisions)
     pending, length = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
     finished, lengths = np.zeros(warm + steps, dtype=np.int64), []
     for t in range(warm + steps):
-        _, _, terminated, _, _ = env.step(actions)
+        _, _, terminated, _, _ = step(actions)
         terminated = np.asarray(terminated, dtype=bool)
         length += ~pending
         done = terminated & ~pending
@@ -165,7 +180,8 @@ def measure(name: str, warm: int, window: int, train_seconds: float) -> dict:
     budget = 4 * n * (warm + window + 100)  # never reached
     config = dataclasses.replace(base, budget=budget, eval_every=budget + 1,
                                  r2d2=dataclasses.replace(base.r2d2, min_capacity=n * warm))
-    tr = Trainer(config)
+    # Table 1: the probe (EoA listeners) runs at evaluations only, which the window never reaches
+    tr = MARLTrainer(config, MARLConfig(probe_episodes=0)) if config.task == "marl" else Trainer(config)
     acc, cnt = collections.defaultdict(float), collections.Counter()
     train_times, rec_times = [], {"finish": [], "store": []}
     mode = {"phase": "warm", "kind": None}
@@ -263,15 +279,17 @@ def measure(name: str, warm: int, window: int, train_seconds: float) -> dict:
     with KernelCount() as kc:
         tr._act()
     out["k_act"] = kc.kernels + n_inputs + 1  # + host-to-device inputs, device-to-host actions
-    one = R2D2Learner(copy.deepcopy(tr.net), dataclasses.replace(config.r2d2, batch_size=1), n)
+    learner = VDNLearner if config.task == "marl" else R2D2Learner
+    one = learner(copy.deepcopy(tr.net), dataclasses.replace(config.r2d2, batch_size=1), n)
     _, s_steps, s_state, _ = tr.replay.sample(1)
     with KernelCount() as kc:
         one.train(tr.replay)
     out["k_upd"] = kc.kernels + config.r2d2.n_minibatches * (len(s_steps) + len(s_state) + 1) + 1
     f_tok = 2 * matmul_params(tr.net)
     r = config.r2d2
-    out["flop_act"] = n * f_tok
-    out["flop_upd"] = r.n_minibatches * r.batch_size * f_tok * (r.burn_in + 3 * (r.unroll - r.burn_in) + r.unroll)
+    p = players(config)  # every player's step is one pass of the network
+    out["flop_act"] = p * n * f_tok
+    out["flop_upd"] = p * r.n_minibatches * r.batch_size * f_tok * (r.burn_in + 3 * (r.unroll - r.burn_in) + r.unroll)
     out["params"] = sum(p.numel() for p in tr.net.parameters())
     if tr.recon is not None:
         out["flop_rec_tok"] = 3 * (f_tok + 2 * matmul_params(tr.recon.predictors))

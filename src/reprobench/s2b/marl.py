@@ -297,7 +297,7 @@ class MARLTrainer(Trainer):
         try:
             acquired = eoa.ease_of_acquisition_batch(
                 [s for s, _, _ in probed], [speaker_of(m, s.n_values) for s, m, _ in probed], self.marl.eoa,
-                seeds=[c.eval_seed + k for k in range(len(probed))])
+                seeds=[1000 * c.seed + k for k in range(len(probed))])  # independent listeners per run
         finally:
             torch.set_num_threads(threads)
         with warnings.catch_warnings():
