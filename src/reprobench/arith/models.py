@@ -45,6 +45,21 @@ def _uniform(shape, bound, generator):
     return (torch.rand(shape, generator=generator, dtype=torch.float64) * 2 - 1).mul_(bound)
 
 
+class _DataMatmul(torch.autograd.Function):
+    """bmm(x, w^T) for an input x without gradient (the batch): the weight gradient as g^T x, (seeds, out, in),
+    which MKL computes about twice as fast as autograd's (x^T g)^T and to the same bits (the reference test)."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x)
+        return torch.bmm(x, w.transpose(1, 2))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return None, torch.bmm(grad.transpose(1, 2), x)
+
+
 def _matmul(x, w):
     """x (seeds, batch, in) or shared (batch, in), w (seeds, out, in) -> (seeds, batch, out).
 
@@ -53,6 +68,8 @@ def _matmul(x, w):
     per seed (same bits; tests/test_arith_reference.py)."""
     if x.dim() == 2:
         x = x.expand(w.shape[0], *x.shape)
+    if w.requires_grad and not x.requires_grad and torch.is_grad_enabled():
+        return _DataMatmul.apply(x, w)
     return torch.bmm(x, w.transpose(1, 2))
 
 
