@@ -303,3 +303,20 @@ def test_language_of_a_constant_and_of_the_posdis_speaker():
     # 11.57 in the paper: one draw of 256 points of the support split, on which posdis is below its whole-space 1)
     assert scores["topsim"] > 0.9 and 0.8 < scores["posdis"] < 1.0 and scores["bosdis"] < 0.3
     assert scores["distinct_messages"] == 18.0  # 3 x 3 x 2 combinations, one message each
+
+
+def test_grid_plans_table1_runs_and_checks_their_budget():
+    import yaml
+
+    from reprobench.core.errors import ConfigError
+    from reprobench.s2b.grid import Grid
+
+    section = yaml.safe_load(open("config.yaml"))["s2b"]
+    grid = Grid(section)
+    grid.check()
+    runs = grid.experiment_curves("table1")
+    assert len(runs) == 4 and all("experiment=table1/model=s" in r for r in runs)  # S = 1, 2 x 2 seeds, faithful
+    assert set(runs) <= set(grid.zsct_runs())  # aggregated with the other runs that have a query phase
+    del section["experiments"]["observations"]["table1"]
+    with pytest.raises(ConfigError, match="s2b.experiments.observations"):
+        Grid(section).check()

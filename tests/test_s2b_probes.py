@@ -50,7 +50,35 @@ def test_the_ps_row_is_compared_with_the_range_of_single_episodes():
 def test_table1_writes_the_ps_column(tmp_path):
     render.table1(probe_rows(), str(tmp_path / "t1"))
     text = (tmp_path / "t1.md").read_text()
-    assert "| posdis | 92.03 | 91.00 ± 1.41 |" in text
+    # no learned run yet: the paper's S = 1 and S = 2 columns, then the PS's
+    assert "| posdis | 23.74 ± 20.75 | 13.83 ± 12.75 | 92.03 | 91.00 ± 1.41 |" in text
+
+
+def _table1_runs():
+    """Two seeds of the learned S = 1 run: one says one message for everything (topsim, posdis undefined)."""
+    from reprobench.s2b.summary import ZSCT_COLUMNS
+
+    base = dict(experiment="table1", model="s1", n_oc=4, shots=1, variant="faithful", observations=3000,
+                support_accuracy=0.5, rec_stimulus_accuracy=float("nan"), scale="small")
+    rows = [dict(base, seed=0, zsct_accuracy=0.5, eoa_accuracy=0.5, topsim=float("nan"), posdis=float("nan"),
+                 bosdis=0.0),
+            dict(base, seed=1, zsct_accuracy=0.6, eoa_accuracy=0.5, topsim=0.3, posdis=float("nan"), bosdis=0.1)]
+    return pd.DataFrame(rows, columns=ZSCT_COLUMNS)
+
+
+def test_table1_learned_columns_and_comparison_rows(tmp_path):
+    render.table1(probe_rows(), str(tmp_path / "t1"), zsct=_table1_runs())
+    text = (tmp_path / "t1.md").read_text()
+    # mean ± std (ddof 1) over seeds, percent: (50, 60) -> 55 ± 7.07; one defined topsim: 30, no std; posdis: none
+    assert "| Acc_ZSCT (greedy query-phase accuracy) | 53.56 ± 4.68 | 55.00 ± 7.07 | 51.58 ± 2.24 | — | — |" in text
+    assert "| posdis | 23.74 ± 20.75 | — | 13.83 ± 12.75 | 92.03 | 91.00 ± 1.41 |" in text
+    assert "| 29.58 ± 16.76 | 30.00 (1 seed) |" in text
+    rows = {(r["result"], r["row"], r["metric"]): r for r in render.comparison_rows(probe_rows(), _table1_runs())}
+    zsct = rows[("table1", "S=1", "acc_zsct")]
+    assert zsct["reproduced"] == pytest.approx(55.0) and zsct["published"] == pytest.approx(53.56)
+    assert zsct["within"] and zsct["deviation"] == "S16" and zsct["n_runs"] == 2
+    assert rows[("table1", "S=1", "bosdis")]["reproduced"] == pytest.approx(5.0)
+    assert ("table1", "S=2", "acc_zsct") not in rows  # no S = 2 run
 
 
 def test_the_speaker_probe_is_deterministic_and_in_range():

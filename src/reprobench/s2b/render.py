@@ -58,7 +58,7 @@ TABLE1_SHOTS = {"s1": 1, "s2": 2}  # grid.EXPERIMENTS["table1"] models -> S
 def _table1_stats(zsct: pd.DataFrame | None) -> pd.DataFrame:
     """Per (variant, S, measure): mean and std (ddof 1) over seeds of the learned runs' last evaluation, in percent."""
     rows = []
-    runs = zsct[zsct["experiment"] == "table1"] if zsct is not None else pd.DataFrame()
+    runs = zsct[zsct["experiment"] == "table1"] if zsct is not None else pd.DataFrame(columns=["variant", "model"])
     for (variant, model), g in runs.groupby(["variant", "model"], sort=True):
         for metric in TABLE1_MEASURES:
             v = 100 * g[metric].astype(float)
@@ -93,7 +93,9 @@ def table1(probes_frame: pd.DataFrame, stem: str, zsct: pd.DataFrame | None = No
                     continue
                 g = learned[(learned["S"] == s) & (learned["variant"] == variant) & (learned["metric"] == metric)]
                 mean, std = (float(g["mean"].iloc[0]), float(g["std"].iloc[0])) if len(g) else (np.nan, np.nan)
-                row.append(_fmt(mean, std) if metric in TABLE1_MEASURES else "—")
+                defined = int(g["n_seeds"].iloc[0]) if len(g) else 0  # seeds where the measure is defined
+                row.append("—" if metric not in TABLE1_MEASURES else f"{mean:.2f} (1 seed)" if defined == 1
+                           else _fmt(mean, std))
                 if len(g):
                     data.append({"column": f"S={s}", "variant": variant, "metric": metric, "mean": mean, "std": std,
                                  "n_seeds": int(g["n_seeds"].iloc[0]),
