@@ -128,11 +128,11 @@ def train_run(config, experiment: str, model: str, setting: dict, variant: str, 
     from reprobench.s2b import agents, train
 
     user = experiment == "zsct" and model != R2D2
+    marl = None
     with Timer() as timer:
         if user:
             records = agents.run_agent(load_class(model, "s2b.zsct.models"), config, device, progress=True)
         else:
-            marl = None
             if config.task == "marl":  # Table 1: the probe's size follows the run's (MARLConfig)
                 from reprobench.s2b.marl import MARLConfig
 
@@ -147,7 +147,8 @@ def train_run(config, experiment: str, model: str, setting: dict, variant: str, 
                                variant=variant, setting={**setting, "core": None if user else config.net.core,
                                                                 "env": dict(config.env)},
                                config={"sizes": sizes, **{k: v for k, v in dataclasses.asdict(config).items()
-                                                          if k != "env"}},
+                                                          if k != "env"},
+                                       **({"marl": dataclasses.asdict(marl)} if marl is not None else {})},
                                device=device, **timer.fields())
     curves.write_curve(curves.series_rows(config.seed, series), out, record)
     checkpoints.remove(checkpoint)
