@@ -65,8 +65,9 @@ def _bits(values) -> list[str]:
     return [f"{int(b):016x}" for b in np.asarray(values, dtype=np.float64).view(np.uint64)]
 
 
-def compute(name: str) -> dict:
-    """Everything stored for one case, computed by the trainer under test."""
+def compute(name: str, fused: bool | None = None) -> dict:
+    """Everything stored for one case, computed by the trainer under test (the batches drawn by the numba kernel
+    or by in-place torch ops, where `fused` says)."""
     setting, seeds, dtype = CASES[name]
     cfg = _config(dtype)
     device = torch.device("cpu")
@@ -80,13 +81,17 @@ def compute(name: str) -> dict:
         params["net"] = net
 
     trainer.BatchedNetwork.__init__ = keep
-    threads = torch.get_num_threads()
+    threads, fused_from = torch.get_num_threads(), getattr(trainer, "FUSED_FROM", None)
     torch.set_num_threads(1)  # as the workflow's default jobs (threads: 1); also fast on a busy machine
+    if fused is not None:
+        trainer.FUSED_FROM = 0 if fused else 10**12
     try:
         curves, state = trainer.train(setting, seeds, cfg, device, progress=False)
     finally:
         trainer.BatchedNetwork.__init__ = real_init
         torch.set_num_threads(threads)
+        if fused is not None:
+            trainer.FUSED_FROM = fused_from
     net = params["net"]
     return {
         "batches": batches,
@@ -102,9 +107,10 @@ def reference() -> dict:
     return json.loads(REFERENCE.read_text())
 
 
+@pytest.mark.parametrize("fused", [True, False], ids=["numba", "torch-ops"])
 @pytest.mark.parametrize("name", list(CASES))
-def test_trainer_reproduces_the_stored_curves_bit_for_bit(reference, name):
-    got, want = compute(name), reference[name]
+def test_trainer_reproduces_the_stored_curves_bit_for_bit(reference, name, fused):
+    got, want = compute(name, fused), reference[name]
     assert got["batches"] == want["batches"], "training batches differ"
     for seed, curve in want["curves"].items():
         for key in ("step", "split", "metric"):
