@@ -72,9 +72,10 @@ def tiny(config):
     config["s2b"]["zsct"].update(models=["r2d2", "scripted_listener:PerfectListener"], n_oc=[1], shots=[1],
                                  observations=300, eval_every=150)
     config["amtlb"].update(games=["breakout", "pong"], frames_per_game=1200, num_envs=2, grid_points=10)
-    config["s2b"]["experiments"].update(seeds={"table4": {"lstm": 2}, "fig5": {"ohe": 2}, "fig6": {"lstm_rec": 2}},
-                                        observations={"table4": 300, "fig5": 200, "fig6": 300},
-                                        eval_every={"table4": 150, "fig5": 100, "fig6": 150})
+    config["s2b"]["experiments"].update(seeds={"table1": {"s1": 2}, "table4": {"lstm": 2}, "fig5": {"ohe": 2},
+                                               "fig6": {"lstm_rec": 2}},
+                                        observations={"table1": 300, "table4": 300, "fig5": 200, "fig6": 300},
+                                        eval_every={"table1": 150, "table4": 150, "fig5": 100, "fig6": 150})
 
 
 @pytest.fixture(scope="session")

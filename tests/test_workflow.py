@@ -76,16 +76,22 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
     # the Transformer (Appendix C) adds 4 x 2 x 10
     calm_runs = 2 * (13 * 4 * 10 - 2 * (2 + 3)) + 4 * 2 * 10
     assert training["calm_train"] == calm_runs == 1100
+    # AMTLB: 59 games x (fresh, transfer from its fold's weights), 5 folds' pre-training, one generalist; the random
+    # agent's 59 fresh runs are CPU jobs outside the GPU groups
+    amtlb_runs = 59 + 59 + 5 + 1
+    assert (training["amtlb_train_fresh"], training["amtlb_train_transfer"], training["amtlb_train_pretrain"],
+            training["amtlb_train_generalist"]) == (59, 59, 5, 1)
+    assert re.search(r"amtlb_train_random\s+59\b", out)
     assert training["s2b_train"] == 3 * 3 * 3  # Table 2: O x S x seeds, faithful
     # Table 4, Figure 5 (recall: SCS and OHE, 10 seeds each) and Figure 6's seeds per model
     assert training["s2b_train_experiment"] == 3 + 3 + 3 + 3 + 2 + 10 + 10 + 5 + 5 + 2 + 2  # Table 1: S x 3 seeds
     assert sum(len(rules) for _, rules, _ in jobs) == sum(training.values()) == 10 + 76 + 10 * 100 * 2 + 5 * 50 \
-        + calm_runs + 27 + 48
+        + calm_runs + 27 + 48 + amtlb_runs
     for group, rules, resources in jobs:
         assert all(profile["groups"][rule] == group for rule in rules)
         assert resources and all(re.search(r"\bgpu=1\b", r) and "slurm_partition=gpu" in r and "slurm_account=acct" in r
                                  for r in resources)
-    assert profile["group-components"] == {"arith_gpu": 4, "wade_gpu": 4, "calm_gpu": 1, "s2b_gpu": 1}
+    assert profile["group-components"] == {"arith_gpu": 4, "wade_gpu": 4, "calm_gpu": 1, "s2b_gpu": 1, "amtlb_gpu": 1}
     assert profile["set-resource-scopes"] == {"gpu": "local"} and profile["resources"] == {"gpu": 1}
 
 
@@ -98,7 +104,10 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
     (lambda c: c["wade"].update(reca_rules=[30, 300]), ["wade.reca_rules[1]", "must be <= 255, got 300"]),
     (lambda c: c["wade"].update(reca_rules=[30, 30]), ["wade.reca_rules", "items must be unique, got [30, 30]"]),
     (lambda c: c.update(threads=0), ["config key 'threads': must be >= 1, got 0"]),
-    (lambda c: c.update(amtlb={"games": 59}), ["config key 'amtlb'", "not a setting or a benchmark"]),
+    (lambda c: c.update(atari={"games": 59}), ["config key 'atari'", "not a setting or a benchmark"]),
+    (lambda c: c["amtlb"].update(games=["breakout", "pongg"]), ["amtlb.games", "unknown game 'pongg'"]),
+    (lambda c: c["amtlb"].update(games=["breakout", "pong"], folds=3), ["amtlb.folds", "3 folds for 2 games"]),
+    (lambda c: c["amtlb"].update(architecture="nosuchpackage.mod:Agent"), ["amtlb.architecture", "nosuchpackage"]),
     (lambda c: c.pop("wade"), ["config key 'wade'", "section is missing"]),
     (lambda c: c["arith"].update(eval_every=10**9), ["arith.eval_every", "arith.operations.iterations"]),
     (lambda c: c["arith"]["sweeps"].update(long_iterations=[{"input_sizes": [7], "iterations": 10**6}]),
@@ -217,11 +226,29 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
     assert re.search(r"\| Acc_EoA [^|]*\|.*\| — \| \d+\.\d\d ± ", (results / "s2b/tables/table1_marl.md").read_text())
     zsct = pd.read_parquet(results / "s2b/metrics/zsct.parquet")
     assert sorted(zsct.groupby(["experiment", "model"]).size().items()) == [
-        (("fig6", "lstm_rec"), 2), (("table4", "lstm"), 2), (("zsct", "r2d2"), 2),
+        (("fig6", "lstm_rec"), 2), (("table1", "s1"), 2), (("table4", "lstm"), 2), (("zsct", "r2d2"), 2),
         (("zsct", "scripted_listener.PerfectListener"), 2)]
     # Table 4 reconstructs (its short episodes finish within 300 observations; Figure 6's do not); an agent does not
     assert zsct.loc[zsct["experiment"] == "table4", "rec_stimulus_accuracy"].notna().all()
-    assert zsct.loc[zsct["model"] != "r2d2", "rec_stimulus_accuracy"].isna().sum() == 4
+    assert zsct.loc[zsct["model"] != "r2d2", "rec_stimulus_accuracy"].isna().sum() == 6  # Table 1 has none either
+    # Table 1's learned S = 1 column: the speaker's language scored at every evaluation (EoA near chance untrained)
+    assert zsct.loc[zsct["experiment"] == "table1", "eoa_accuracy"].between(0, 1).all()
+    # AMTLB on real ROMs: every table and figure, the original's parameters JSON, the specialists against published
+    # agents (never comparable at 1,200 frames per game), one curve file per run.
+    for name in ("transfer", "multitask_scores"):
+        for ext in ("md", "csv", "tex"):
+            assert (results / f"amtlb/tables/{name}.{ext}").stat().st_size > 0
+    for name in ("transfer_ratio", "transfer_per_game", "multitask_curves"):
+        for ext in ("png", "pdf"):
+            assert (results / f"amtlb/figures/{name}.{ext}").stat().st_size > 0
+    parms = json.loads((results / "amtlb/parameters.json").read_text())
+    assert sorted(g for fold in parms["folds"] for g in fold) == ["breakout", "pong"] and parms["num_folds"] == 2
+    assert "| all | 2 games |" in (results / "amtlb/tables/transfer.md").read_text()
+    amtlb_comparison = pd.read_csv(results / "amtlb/comparison.csv")
+    assert {r.split(" vs ")[0] for r in amtlb_comparison["row"]} == {"breakout", "pong"}
+    assert not amtlb_comparison["informative"].any() and "## amtlb:" in summary
+    assert len(list((results / "amtlb/curves").rglob("*.parquet"))) == 2 + 2 + 2 + 2 + 1  # fresh, random, pretrain,
+    # transfer, generalist
     # Curves: one file per seed, readable, with provenance, hive-readable as one dataset.
     wade_curves = list((results / "wade/curves").rglob("*.parquet"))
     # tasks x seeds x (one ReCA file for both rules, ESN, 4 trained) + IMDB
