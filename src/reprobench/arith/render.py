@@ -103,7 +103,10 @@ def parameters_figure(groups: pd.DataFrame, stem: str, variant: str) -> list[str
 
     groups = groups[(groups["experiment"] != "operations") & (groups["variant"] == variant)].copy()
     groups["key"] = groups.apply(_sweep_key, axis=1)
+    operations = sorted(set(groups["operation"]))
     pub = published.parameters_figure()
+    if operations != [published.FIGURE_OPERATION]:  # the published rates are for mul only
+        pub = pub.iloc[:0]
     models = list(dict.fromkeys(groups["model"]))
     with plotting.style():
         fig, axes = plt.subplots(3, 5, figsize=(12, 6.4), sharey="row")
@@ -154,8 +157,9 @@ def parameters_figure(groups: pd.DataFrame, stem: str, variant: str) -> list[str
             axes[2, 0].set_ylim(0, 0.5)
         scale = curves.scale_label(groups) if len(groups) else "?"
         n = int(groups["n_runs"].max()) if len(groups) else 0
-        fig.suptitle(f"Effect of parameters (op = mul; {n} seeds; scale {scale}; variant {variant}; "
-                     "open diamonds: published success rates)")
+        fig.suptitle(f"Effect of parameters (op = {', '.join(operations) or '?'}; {n} seeds; scale {scale}; "
+                     f"variant {variant}; open diamonds: published success rates"
+                     f"{'' if len(pub) else ', none for this operation'})")
         fig.legend(loc="lower center", ncol=4, bbox_to_anchor=(0.5, -0.03))
         fig.tight_layout(rect=(0, 0.03, 1, 1))
         return plotting.save(fig, stem)
@@ -187,7 +191,8 @@ def comparison(groups: pd.DataFrame) -> list[dict]:
                                                                           p[metric] + p[plus]),
                                         reproduced=Interval(*r[list(METRIC_COLUMNS[metric])]),
                                         deviation=known(metric), **common))
-    sweeps = groups[groups["experiment"] != "operations"].copy()
+    sweeps = groups[(groups["experiment"] != "operations")
+                    & (groups["operation"] == published.FIGURE_OPERATION)].copy()  # published: mul only
     sweeps["key"] = sweeps.apply(_sweep_key, axis=1)
     for _, p in published.parameters_figure().iterrows():
         match = sweeps[(sweeps["experiment"] == p["experiment"]) & (sweeps["model"] == p["model"])
