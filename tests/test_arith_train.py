@@ -1,10 +1,11 @@
 """The batched trainer: equal to separate runs, resumable, NaN runs ended like the reference."""
 
+import contextlib
+
 import numpy as np
 import pytest
 import torch
 
-from conftest import killed_after_optimizer_steps
 from reprobench.arith import train as trainer
 from reprobench.arith.grid import Setting
 
@@ -12,6 +13,45 @@ SETTING = Setting("operations", "nalu", "mul", 20, 2, 0.5, 0.25, (1.0, 2.0), (2.
 PAPER = {"batch_size": 128, "learning_rate": 1e-3}  # the paper's batch and Adam step size
 CFG = trainer.TrainConfig(iterations=300, eval_every=50, validation_size=500, test_size=500, **PAPER)
 CFG64 = trainer.TrainConfig(iterations=300, eval_every=50, validation_size=500, test_size=500, dtype="float64", **PAPER)
+
+
+@contextlib.contextmanager
+def killed_after_optimizer_steps(monkeypatch, steps: int):
+    """A training run inside the block is killed (KeyboardInterrupt) when Adam is about to take step `steps` + 1,
+    as a preempted job would be (conftest's helper for torch.optim.Adam, here for the trainer's FusedAdam)."""
+    real_step, calls = trainer.FusedAdam.step, {"n": 0}
+
+    def dying_step(self):
+        calls["n"] += 1
+        if calls["n"] > steps:
+            raise KeyboardInterrupt("killed")
+        return real_step(self)
+
+    monkeypatch.setattr(trainer.FusedAdam, "step", dying_step)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            yield
+    finally:
+        monkeypatch.setattr(trainer.FusedAdam, "step", real_step)
+
+
+def test_fused_adam_equals_torch_adam():
+    """FusedAdam takes the steps of torch.optim.Adam(fused=True), bit for bit, and resumes from its state."""
+    torch.manual_seed(0)
+    start = [torch.randn(3, 2, 5), torch.randn(3, 1, 2)]
+    ours = [p.clone().requires_grad_() for p in start]
+    theirs = [p.clone().requires_grad_() for p in start]
+    mine, ref = trainer.FusedAdam(ours, 1e-3), torch.optim.Adam(theirs, lr=1e-3, fused=True)
+    for step in range(5):
+        for params, opt in ((ours, mine), (theirs, ref)):
+            opt.zero_grad()
+            sum(((p - step) ** 3).sum() for p in params).backward()
+            opt.step()
+    for a, b in zip(ours, theirs):
+        assert torch.equal(a, b)
+    again = trainer.FusedAdam([p.detach().clone().requires_grad_() for p in ours], 1e-3)
+    again.load_state_dict(mine.state_dict())
+    assert [float(s) for s in again.steps] == [5.0, 5.0]
 
 
 def _values(curve, split, metric):
