@@ -3,6 +3,7 @@
 import math
 
 import pandas as pd
+import pytest
 
 from reprobench.arith.summary import group_statistics, summarise_run
 
@@ -71,3 +72,19 @@ def test_the_published_parameters_figure_has_nalu_at_zero_where_the_figure_draws
         got = nalu[nalu["experiment"] == experiment].set_index("value")["success_rate"]
         got = got[got.index.astype(float) >= min(values)]  # input sizes 4-50 are not at 0
         assert sorted(got.index, key=float) == [f"{v:g}" for v in values] and (got == 0).all(), experiment
+
+
+@pytest.mark.parametrize("operation, rows", [("mul", 1), ("add", 0)])
+def test_sweeps_are_compared_with_the_published_figure_only_for_its_operation(operation, rows):
+    """The published figure is multiplication's: a sweep of another operation (the default scale's NAC+ on
+    addition) gets no comparison row, a mul sweep at a published point gets one."""
+    from reprobench.arith.render import comparison
+
+    group = {"experiment": "input_size", "model": "nac_mul", "operation": operation, "input_size": 4,
+             "hidden_size": 2, "overlap": 0.5, "subset": 0.25, "interpolation": "1_2", "extrapolation": "2_6",
+             "variant": "faithful", "n_runs": 2, "scale": "small", "success": 0.5, "success_low": 0.1,
+             "success_high": 0.9}
+    found = [r for r in comparison(pd.DataFrame([group])) if r["result"] == "parameters"]
+    assert len(found) == rows
+    if rows:
+        assert found[0]["row"] == "input_size=4/NAC•"

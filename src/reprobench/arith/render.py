@@ -193,7 +193,7 @@ def comparison(groups: pd.DataFrame) -> list[dict]:
                                         deviation=known(metric), **common))
     sweeps = groups[(groups["experiment"] != "operations")
                     & (groups["operation"] == published.FIGURE_OPERATION)].copy()  # published: mul only
-    sweeps["key"] = sweeps.apply(_sweep_key, axis=1)
+    sweeps["key"] = [_sweep_key(r) for _, r in sweeps.iterrows()]  # (apply on no rows makes a frame)
     for _, p in published.parameters_figure().iterrows():
         match = sweeps[(sweeps["experiment"] == p["experiment"]) & (sweeps["model"] == p["model"])
                        & (sweeps["key"] == p["value"])]
