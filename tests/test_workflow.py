@@ -31,7 +31,7 @@ def test_default_config_plans_every_run_of_the_small_grid(workdir):
     assert re.search(rf"arith_train_sweep\s+{n_sweep_jobs}\b", out)
     n_curves = n_cells * config["operations"]["seeds"] + n_sweep_jobs * config["sweeps"]["seeds"]
     assert len(planned_curves(out)) == n_curves
-    assert re.search(r"arith_prepare_threshold\s+16\b", out)  # distinct (operation, n, subset, overlap, test range)
+    assert re.search(r"arith_prepare_threshold\s+10\b", out)  # distinct (operation, n, subset, overlap, test range)
     wade = yaml.safe_load((ROOT / "config.yaml").read_text())["wade"]
     jobs = len(wade["tasks"]) * wade["seeds"]
     for rule in ("wade_prepare_task", "wade_train_reservoir", "wade_train_sequence"):
