@@ -40,6 +40,17 @@ def run_snakemake(args, cwd=ROOT, env=None, check=True, timeout=900):
 
 
 @pytest.fixture
+def one_thread():
+    """Tiny networks run fastest on one torch thread, and much faster when the CPU is shared."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
 def workdir(tmp_path):
     """A scratch working directory holding the default config (Snakemake reads config.yaml from here)."""
     shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")

@@ -13,14 +13,7 @@ from reprobench.amtlb.ppo import PPO, gae, ppo_losses
 
 N, T = 2, 4  # slots, rollout length
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tensors this small run fastest on one thread (the orthogonal init's QR is 10x slower on two busy cores)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.one_thread
 
 
 def tiny(seed=0, **kw):

@@ -21,14 +21,7 @@ SPACE = stimuli.sample_space(np.random.default_rng(0), n_dims=3, v_min=2, v_max=
 LEARN = eoa.EoAConfig(epochs=48, test_repeats=10)
 SEEDS = [0, 1, 2, 3]
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """These networks are tiny: one thread is faster than two, and much faster when the CPU is shared."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.one_thread
 
 
 def scalar_config(**kw):

@@ -251,14 +251,6 @@ def _same(a, b) -> bool:
     return a == b
 
 
-@pytest.fixture
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny layers: one thread is faster, and much faster on a shared machine
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.slow
 def test_marl_run_learns_probes_and_resumes_exactly(tmp_path, one_thread):
     config = _marl_config()

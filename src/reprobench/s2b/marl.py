@@ -197,14 +197,7 @@ class MARLTrainer(Trainer):
         greedy = greedy.reshape(n, -1)
         obs, reward, terminated, _, info = self.env.step(self.layout.messages(actions[:, SPEAKER]),
                                                          self.layout.decisions(actions[:, LISTENER]))
-        active = ~a.pending
-        done = terminated & active
-        step = {**inp, "action": actions, "reward": reward.astype(np.float32), "done": done}
-        state = a.state
-        windows = self.builder.add(step, lambda rows: {k: v[torch.as_tensor(rows, device=v.device)].cpu().numpy()
-                                                       for k, v in state.items()}, active, done)
-        if windows is not None:
-            self.replay.add(*windows)
+        active, done = self._store(a, inp, actions, reward, terminated)
         self._count_decisions(info, active, done)
         self.observations += int(active.sum())
         self.env_steps += 1

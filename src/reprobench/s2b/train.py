@@ -470,6 +470,19 @@ class Trainer:
             self.successes[i] = 0
 
     # -- one environment step ----------------------------------------------------------------------------------------
+    def _store(self, a, inp: dict, actions, reward, terminated):
+        """Add one step of every actor to its sequence builder (recurrent state included) and any finished windows
+        to the replay; (active, done) of the step (an actor whose env is resetting is not active)."""
+        active = ~a.pending
+        done = terminated & active
+        step = {**inp, "action": actions, "reward": reward.astype(np.float32), "done": done}
+        state = a.state
+        windows = self.builder.add(step, lambda rows: {k: v[torch.as_tensor(rows, device=v.device)].cpu().numpy()
+                                                       for k, v in state.items()}, active, done)
+        if windows is not None:
+            self.replay.add(*windows)
+        return active, done
+
     def _act(self) -> np.ndarray:
         """One step of every actor; returns which actors finished an episode on it."""
         r, a = self.config.r2d2, self.actors
@@ -481,14 +494,7 @@ class Trainer:
         explore = self.rng.random(a.n) < eps
         actions = np.where(explore, self.layout.random_actions(self.rng, inp["decision"]), greedy)
         obs, reward, terminated, _, info = self.env.step(self.layout.decisions(actions))
-        active = ~a.pending
-        done = terminated & active
-        step = {**inp, "action": actions, "reward": reward.astype(np.float32), "done": done}
-        state = a.state
-        windows = self.builder.add(step, lambda rows: {k: v[torch.as_tensor(rows, device=v.device)].cpu().numpy()
-                                                       for k, v in state.items()}, active, done)
-        if windows is not None:
-            self.replay.add(*windows)
+        active, done = self._store(a, inp, actions, reward, terminated)
         if self.recon is not None:
             for i in np.flatnonzero(active):
                 for k in INPUT_KEYS:
