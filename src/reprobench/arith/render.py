@@ -131,7 +131,7 @@ def parameters_figure(groups: pd.DataFrame, stem: str, variant: str) -> list[str
                 p = pub[(pub["experiment"] == experiment) & (pub["model"] == model) & pub["value"].isin(xs)]
                 px = _dodge(np.array([xs[v] for v in p["value"]]), m_index, len(models), log, span)
                 axes[0, col].plot(px, p["success_rate"], linestyle="none", marker="D", markerfacecolor="none",
-                                  color=color, label=f"{MODELS[model]} (published)" if col == 0 else None)
+                                  color=color, label=f"{MODELS[model]} (published)" if col == 0 and len(p) else None)
             for row_index in range(3):
                 ax = axes[row_index, col]
                 if log:
