@@ -111,6 +111,9 @@ rule arith_train_sweep:
         ARITH_TRAIN_SHELL
 
 
+# The command passes the grid keys the curve list depends on (JSON of Grid.curve_keys), not the paths: at paper scale
+# those would pass Linux's 128 KiB cap on one argument (243 KB for input_size). The CLI lists the same files as
+# `input.curves` with the grid's own function (tests/test_command_lengths.py).
 rule arith_aggregate:
     input:
         curves=ARITH.get_curves,
@@ -126,8 +129,9 @@ rule arith_aggregate:
         ENV
     params:
         window=config["arith"]["selection_window"],
+        grid=ARITH.get_curve_keys,
     shell:
-        "python -m reprobench arith aggregate --experiment {wildcards.experiment:q} --curves {input.curves:q} "
+        "python -m reprobench arith aggregate --experiment {wildcards.experiment:q} --grid {params.grid:q} "
         "--window {params.window:q} --out {output.runs:q} --groups-out {output.groups:q} 2> {log:q}"
 
 

@@ -95,6 +95,9 @@ rule calm_train:
         "--out {output:q} 2> {log:q}"
 
 
+# The command passes the config keys the curve list depends on (JSON of Grid.curve_keys), not the 1100 paths (111 KB
+# at paper scale, near Linux's 128 KiB cap on one argument); the CLI lists the same files as `input` with the grid's
+# own function (tests/test_command_lengths.py).
 rule calm_aggregate:
     input:
         CALM.curves(),
@@ -105,8 +108,10 @@ rule calm_aggregate:
         calm.AGGREGATE_LOG,
     conda:
         ENV
+    params:
+        grid=CALM.curve_keys_json(),
     shell:
-        "python -m reprobench calm aggregate --curves {input:q} --out {output.runs:q} "
+        "python -m reprobench calm aggregate --grid {params.grid:q} --out {output.runs:q} "
         "--switch-out {output.switch:q} 2> {log:q}"
 
 

@@ -37,7 +37,9 @@ def register(sub) -> None:
 
     t = s.add_parser("aggregate", help="per-run summaries and per-setting statistics of one experiment")
     t.add_argument("--experiment", required=True)
-    t.add_argument("--curves", nargs="+", required=True)
+    which = t.add_mutually_exclusive_group(required=True)  # paper scale: the paths would pass the 128 KiB argument cap
+    which.add_argument("--curves", nargs="+", help="curve files")
+    which.add_argument("--grid", help="JSON of grid.Grid.curve_keys: every curve file of the experiment")
     t.add_argument("--window", type=int, required=True, help="faithful selection window (evaluations)")
     t.add_argument("--out", required=True, help="per-run table (Parquet)")
     t.add_argument("--groups-out", required=True, help="per-setting statistics (Parquet)")
@@ -123,11 +125,28 @@ def cmd_train(args) -> None:
     log(f"done in {timer.wall_s:.1f} s; {int((state.ended_at >= 0).sum())} of {len(args.seeds)} seeds ended by NaN")
 
 
+def _grid_curves(text: str, experiment: str) -> list[str]:
+    """The curve files of one experiment from the keys the rule passes (grid.Grid.curve_keys)."""
+    import json
+
+    from reprobench.arith.grid import EXPERIMENTS, Grid
+    from reprobench.core.errors import ConfigError
+
+    if experiment not in EXPERIMENTS:
+        raise ConfigError("experiment", f"'{experiment}' is not one of {', '.join(EXPERIMENTS)}")
+    try:
+        return Grid(json.loads(text)).curves(experiment)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ConfigError("grid", f"not the JSON of Grid.curve_keys('{experiment}') ({exc!r})") from None
+
+
 def cmd_aggregate(args) -> None:
     from reprobench.arith import PAPER
     from reprobench.arith.summary import VARIANTS, aggregate, group_statistics
     from reprobench.core import curves
 
+    if args.grid is not None:
+        args.curves = _grid_curves(args.grid, args.experiment)
     runs = aggregate(args.curves, args.experiment, args.window)
     record = curves.summary_record(PAPER.id, args.experiment, "aggregate", curves.scale_label(runs),
                                    ",".join(VARIANTS), window=args.window, n_curves=len(args.curves))

@@ -7,6 +7,7 @@ path is written once.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, replace
 
 from reprobench.arith.data import OPERATIONS, subset_sizes
@@ -190,6 +191,15 @@ class Grid:
         """Every curve file of one experiment: each setting's seeds."""
         return [s.curve_path(seed) for s in self.settings(experiment) for seed in self.seeds(experiment)]
 
+    def curve_keys(self, experiment: str) -> dict:
+        """The part of the section that `curves(experiment)` reads. The aggregate's command passes it as JSON and the
+        CLI lists the paths with `Grid(keys).curves(experiment)`: the paths themselves would pass Linux's 128 KiB cap
+        on one argument at paper scale (243 KB for input_size)."""
+        section, keys = (("operations", ("cells", "seeds")) if experiment == "operations"
+                         else ("sweeps", ("models", "operation", "seeds", experiment)))
+        return {"dataset": self.cfg["dataset"], "operations": {}, "sweeps": {},
+                section: {k: self.cfg[section][k] for k in keys}}
+
     def expected_curves(self) -> list[str]:
         return [path for experiment in EXPERIMENTS for path in self.curves(experiment)]
 
@@ -219,6 +229,10 @@ class Grid:
 
     def get_curves(self, wildcards) -> list[str]:
         return self.curves(wildcards.experiment)
+
+    def get_curve_keys(self, wildcards) -> str:
+        """curve_keys of the rule's experiment, as one JSON argument."""
+        return json.dumps(self.curve_keys(wildcards.experiment), separators=(",", ":"))  # cells: order kept
 
     def get_thresholds(self, wildcards) -> list[str]:
         return sorted({s.threshold_path() for s in self.settings(wildcards.experiment)})

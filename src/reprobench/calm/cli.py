@@ -47,7 +47,9 @@ def register(sub) -> None:
     t.set_defaults(func=cmd_train)
 
     t = s.add_parser("aggregate", help="metrics of every run; loss after switches")
-    t.add_argument("--curves", nargs="+", required=True)
+    which = t.add_mutually_exclusive_group(required=True)  # paper scale: the paths come near the 128 KiB argument cap
+    which.add_argument("--curves", nargs="+", help="curve files")
+    which.add_argument("--grid", help="JSON of grid.Grid.curve_keys: every curve file of the config")
     t.add_argument("--out", required=True)
     t.add_argument("--switch-out", required=True)
     t.set_defaults(func=cmd_aggregate)
@@ -110,7 +112,14 @@ def cmd_train(args) -> None:
 
 def cmd_aggregate(args) -> None:
     from reprobench.calm import summary
+    from reprobench.calm.grid import Grid
+    from reprobench.core.errors import ConfigError
 
+    if args.grid is not None:
+        try:
+            args.curves = Grid(json.loads(args.grid)).curves()
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ConfigError("grid", f"not the JSON of calm Grid.curve_keys ({exc!r})") from None
     summary.aggregate(args.curves, args.out, args.switch_out)
 
 

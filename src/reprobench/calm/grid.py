@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from reprobench.calm import zoo
@@ -140,6 +141,15 @@ class Grid:
 
     def curves(self) -> list[str]:
         return self.expected_curves()
+
+    def curve_keys(self) -> dict:
+        """The part of the section that `curves()` reads. The aggregate's command passes it as JSON and the CLI lists
+        the paths with `Grid(keys).curves()`: the 1100 paths of the paper plan (111 KB) come near Linux's 128 KiB cap
+        on one argument."""
+        return {k: self.cfg[k] for k in ("datasets", "lambdas", "models", "variants", "seeds")}
+
+    def curve_keys_json(self) -> str:
+        return json.dumps(self.curve_keys(), separators=(",", ":"))
 
     def sample_curves(self) -> list[str]:
         """The curves whose records hold Appendix D's samples: seed 0 of every model, each dataset's first lambda,
