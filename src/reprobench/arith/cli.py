@@ -76,28 +76,13 @@ def cmd_threshold(args) -> None:
     log(f"thresholds {values}")
 
 
-def _device(name: str, threads: int | None):
-    """core.device.choose_device, but on a CPU only torch's eager determinism flag: the public switch also imports
-    the inductor to set its flag (about 1.4 s of every training process's start), and arith compiles nothing."""
-    import torch
-
-    from reprobench.core.device import choose_device
-
-    if name == "cpu" or (name == "auto" and not torch.cuda.is_available()):
-        if threads:
-            torch.set_num_threads(int(threads))
-        torch._C._set_deterministic_algorithms(True)
-        return torch.device("cpu")
-    return choose_device(name, threads)
-
-
 def cmd_train(args) -> None:
     from reprobench.arith import PAPER
     from reprobench.arith.grid import Setting
     from reprobench.arith.train import TrainConfig, train
     from reprobench.core import checkpoint as checkpoints
     from reprobench.core import curves
-    from reprobench.core.device import describe
+    from reprobench.core.device import choose_device, describe
     from reprobench.core.errors import ConfigError
     from reprobench.core.provenance import Timer
 
@@ -108,7 +93,7 @@ def cmd_train(args) -> None:
         "extrapolation")})
     cfg = TrainConfig(iterations=args.iterations, batch_size=args.batch_size, learning_rate=args.learning_rate,
                       eval_every=args.eval_every, validation_size=args.validation_size, test_size=args.test_size)
-    device = _device(args.device, args.threads)
+    device = choose_device(args.device, args.threads)
     log(f"training {setting} seeds {args.seeds[0]}..{args.seeds[-1]} on {describe(device)}, {cfg}")
     with Timer() as timer:
         per_seed, state = train(setting, args.seeds, cfg, device, checkpoint=args.checkpoint,
