@@ -71,8 +71,8 @@ def tiny(config):
     a.update(eval_every=50, selection_window=4, validation_size=500, test_size=500)
     a["threshold"]["samples"] = 20000
     a["operations"].update(seeds=2, iterations=1500, cells={"sub": ["nac_add"], "mul": ["nac_mul", "nalu"]})
-    a["sweeps"].update(seeds=2, iterations=100, models=["nac_mul", "nalu"], input_size=[4, 10], hidden_size=[2, 3],
-                       overlap=[0.5], subset=[0.25], range=a["sweeps"]["range"][:2])
+    a["sweeps"].update(seeds=2, iterations=100, operation="mul", models=["nac_mul", "nalu"], input_size=[4, 10],
+                       hidden_size=[2, 3], overlap=[0.5], subset=[0.25], range=a["sweeps"]["range"][:2])
     config["wade"].update(tasks=[1, 5], seeds=2, max_sequences=60, reca_rules=[34, 206], epochs=1)
     config["wade"]["imdb"].update(models=["linear", "lstm"], seeds=2, epochs=1, eval_every=16, synthetic_train=64,
                                   synthetic_test=32)
