@@ -27,6 +27,7 @@ GROUPS = {}  # profile group -> its training rules
 for _rule, _group in PROFILE["groups"].items():
     GROUPS.setdefault(_group, set()).add(_rule)
 TRAINING_RULES = set(PROFILE["groups"])
+CPU_RULES = set(PROFILE["set-resources"]) - TRAINING_RULES  # submitted alone, without a GPU: AMTLB's random agent
 SITE = {"SLURM_ACCOUNT": "reprobench", "REPROBENCH_CPU_PARTITION": "cpu", "REPROBENCH_GPU_PARTITION": "gpu"}
 NODE_GPUS = 2  # two one-GPU allocations side by side on the 2-core CI machine
 ARITH_TARGETS = ["results/arith/comparison.csv", "results/arith/tables/operations.md",
@@ -111,13 +112,19 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
     # Every training job went through sbatch exactly once, in a group of the profile's size and rules.
     submitted = [job for call in calls for job in call["jobs"]]
     assert len(submitted) == len(set(submitted))
-    for rule in TRAINING_RULES:
+    for rule in TRAINING_RULES | CPU_RULES:
         assert sum(job.startswith(f"{rule}:") for job in submitted) == stats.get(rule, 0), rule
     # arith 3 + 16, WADE 8 + IMDB 4, CALM 2 datasets x 3 models (PoE+PW 30, the Transformer, the user's) x 2 seeds,
-    # S2B's Table 2 (R2D2 and the scripted user agent), Table 4 (LSTM), Figure 5 (OHE), Figure 6 (LSTM+Rec): 2 seeds
-    assert sum(stats.get(rule, 0) for rule in TRAINING_RULES) == 3 + 16 + 8 + 4 + 12 + 4 + 6
-    for call in calls:
-        group = re.search(r"--comment rule_(arith_gpu|wade_gpu|calm_gpu|s2b_gpu)_", call["options"]).group(1)
+    # S2B's Table 2 (R2D2 and the scripted user agent), Table 4 (LSTM), Figure 5 (OHE), Figure 6 (LSTM+Rec), Table 1
+    # (S = 1): 2 seeds; AMTLB (2 games, 2 folds): 2 fresh, 2 pre-training, 2 transfer, 1 generalist
+    assert sum(stats.get(rule, 0) for rule in TRAINING_RULES) == 3 + 16 + 8 + 4 + 12 + 4 + 6 + 2 + 7
+    assert sum(stats.get(rule, 0) for rule in CPU_RULES) == 2  # the random agent on each game
+    cpu_calls = [call for call in calls if {job.split(":")[0] for job in call["jobs"]} <= CPU_RULES]
+    for call in cpu_calls:  # one job each, on the CPU partition, no GPU
+        assert len(call["jobs"]) == 1 and "--gpus" not in call["options"]
+        assert re.search(r"-p cpu\b", call["options"]) and re.search(r"-A reprobench\b", call["options"])
+    for call in (call for call in calls if call not in cpu_calls):
+        group = re.search(r"--comment rule_(arith_gpu|wade_gpu|calm_gpu|s2b_gpu|amtlb_gpu)_", call["options"]).group(1)
         rules = {job.split(":")[0] for job in call["jobs"]}
         assert rules <= GROUPS[group] and 1 <= len(call["jobs"]) <= PROFILE["group-components"][group]
         # The real request: one GPU per grouped job, on the GPU partition, charged to the site's account.
@@ -135,11 +142,11 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
     in_slurm = set(re.findall(r"results/[^\s,]+?\.parquet", "\n".join(slurm_logs.values())))
     curves = {str(p.relative_to(tmp_path)) for p in (tmp_path / "results").glob("*/curves/**/*.parquet")}
     # arith jobs x seeds; WADE as in test_workflow; CALM one curve per job; S2B's 2 + 2 probes (local rules) and 4
-    # Table 2, 2 Table 4, 2 Figure 5 and 2 Figure 6 runs
-    assert len(curves) == (3 + 16) * 2 + 2 * 2 * (2 + 1 + 4) + 2 * 2 + 12 + 4 + 4 + 6
+    # Table 2, 2 Table 4, 2 Figure 5, 2 Figure 6 and 2 Table 1 runs; AMTLB's 7 runs and the random agent's 2
+    assert len(curves) == (3 + 16) * 2 + 2 * 2 * (1 + 1 + 4) + 2 * 2 + 12 + 4 + 4 + 6 + 2 + 9
     probes = ("results/s2b/curves/experiment=speaker/", "results/s2b/curves/experiment=disentanglement/")
     assert {c for c in curves if not c.startswith(probes)} <= in_slurm
-    assert set(re.findall(r"^\s*rule (\w+):", "\n".join(slurm_logs.values()), re.M)) <= TRAINING_RULES
+    assert set(re.findall(r"^\s*rule (\w+):", "\n".join(slurm_logs.values()), re.M)) <= TRAINING_RULES | CPU_RULES
 
     # The same outputs as a local run of the same configuration.
     assert results_differences(tiny_local_run / "results", tmp_path / "results") == []
