@@ -91,7 +91,8 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
         assert all(profile["groups"][rule] == group for rule in rules)
         assert resources and all(re.search(r"\bgpu=1\b", r) and "slurm_partition=gpu" in r and "slurm_account=acct" in r
                                  for r in resources)
-    assert profile["group-components"] == {"arith_gpu": 4, "wade_gpu": 4, "calm_gpu": 1, "s2b_gpu": 1, "amtlb_gpu": 1}
+    assert profile["group-components"] == {"arith_gpu": 4, "wade_gpu": 4, "calm_gpu": 1, "s2b_gpu": 1, "amtlb_gpu": 1,
+                                          "amtlb_pretrain_gpu": 1}
     assert profile["set-resource-scopes"] == {"gpu": "local"} and profile["resources"] == {"gpu": 1}
 
 
