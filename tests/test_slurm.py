@@ -124,7 +124,7 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
         assert len(call["jobs"]) == 1 and "--gpus" not in call["options"]
         assert re.search(r"-p cpu\b", call["options"]) and re.search(r"-A reprobench\b", call["options"])
     for call in (call for call in calls if call not in cpu_calls):
-        group = re.search(r"--comment rule_(arith_gpu|wade_gpu|calm_gpu|s2b_gpu|amtlb_gpu|amtlb_pretrain_gpu)_", call["options"]).group(1)
+        group = re.search(rf"--comment rule_({'|'.join(GROUPS)})_", call["options"]).group(1)
         rules = {job.split(":")[0] for job in call["jobs"]}
         assert rules <= GROUPS[group] and 1 <= len(call["jobs"]) <= PROFILE["group-components"][group]
         # The real request: one GPU per grouped job, on the GPU partition, charged to the site's account.
