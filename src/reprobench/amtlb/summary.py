@@ -18,8 +18,6 @@ from reprobench.amtlb.grid import RANDOM
 from reprobench.amtlb.runs import episodes_frame
 from reprobench.core import curves
 
-RUN_KEYS = ("experiment", "model", "seed", "fold")
-
 
 def load_runs(paths: list[str]) -> tuple[list[dict], list[str]]:
     """[{experiment, model, seed, fold, episodes (one row per episode)}], and the runs' scales."""
