@@ -12,9 +12,9 @@ Prints, for one setting (input 100, hidden 2, batch 128, multiplication):
 - one model per seed (the reference's way; `--loop-seeds` of the seeds, each timed alone) and the ratio;
 - the kernels of one training step, counted with the torch profiler (on a CPU: the outermost aten operators,
   views and allocations excluded, plus the one numba call; on CUDA: the CUDA kernels).
-With --estimate it also measures the batched rate at every shape of paper.yaml's 4800-run grid and extrapolates
-the grid's device-hours on this device, one job at a time, and prints a GPU estimate from the kernel count and
-the memory traffic per step (an estimate: its assumptions are printed with it).
+With --estimate it also measures the batched rate at every run shape of paper.yaml's 4800-run grid and extrapolates
+the grid's device-hours on this device, one pack at a time, and prints a GPU estimate for paper.yaml's plan (its
+padded packs) from the kernel count and the memory traffic per step (an estimate: its assumptions are printed).
 
 Times on a CPU are this process's CPU time (robust to other work on a shared machine); on CUDA, wall time with
 synchronisation.
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -163,35 +164,38 @@ def kernels_per_step(model: str, n_seeds: int, device, fused: bool = True) -> tu
     return total, per_step
 
 
-def estimate_grid(device, clock: Clock, steps: int) -> float:
-    """Device-hours of paper.yaml's grid from batched rates measured at each of its shapes."""
+def estimate_grid(device, clock: Clock, steps: int) -> tuple[float, float]:
+    """Device-hours of paper.yaml's grid, its packs trained one at a time, from batched rates measured here at each
+    run shape (100 runs; each run at its own input and hidden size: a CPU packs by shape, unpadded). Returns the
+    paper plan's batched steps (summed over its packs) and padded element-steps (runs x batch x padded input), the
+    inputs of the GPU estimate."""
     grid = Grid(load([str(ROOT / "config.yaml"), str(ROOT / "paper.yaml")])["arith"])
-    shapes = {}
-    total_s, total_runs, total_seed_steps, total_steps = 0.0, 0, 0, 0
-    for s in grid.settings():
-        n_seeds = len(grid.seeds(s.experiment))
-        key = (s.model, n_seeds, s.input_size, s.hidden_size)
-        if key not in shapes:
-            shapes[key] = rate(s.model, list(range(n_seeds)), steps, device, clock, s.input_size,
-                               s.hidden_size) / n_seeds
-            print(f"  {s.model:8s} seeds={n_seeds:3d} n={s.input_size:3d} h={s.hidden_size:2d}: "
-                  f"{shapes[key]:8.1f} batched steps/s", flush=True)
-        iterations = grid.iterations(s) + 1
-        total_s += iterations / shapes[key]
-        total_runs += n_seeds
-        total_seed_steps += iterations * n_seeds
-        total_steps += iterations
-    print(f"full grid: {total_runs} runs, {total_steps:.3g} batched steps, {total_seed_steps:.3g} seed-steps; "
-          f"estimated {total_s / 3600:,.0f} device-hours on {describe(device)} (one core where a CPU), one job at "
-          "a time")
-    return total_steps, total_seed_steps
+    rates = {}
+    total_s, runs, run_steps, pack_steps, elements = 0.0, 0, 0, 0, 0
+    packs = grid.packs()
+    for pack in packs:
+        members, n_steps = pack.members(), pack.iterations + 1
+        runs += len(members)
+        run_steps += n_steps * len(members)
+        pack_steps += n_steps
+        elements += n_steps * len(members) * 128 * pack.input_size
+        for (n, h), count in Counter((s.input_size, s.hidden_size) for s, _ in members).items():
+            key = (pack.model, n, h)
+            if key not in rates:
+                rates[key] = rate(pack.model, list(range(100)), steps, device, clock, n, h)
+                print(f"  {pack.model:8s} n={n:3d} h={h:2d}: {rates[key]:9,.0f} seed-steps/s", flush=True)
+            total_s += n_steps * count / rates[key]
+    print(f"full grid: {runs} distinct runs (4800 curve files), {run_steps:.3g} run-steps; estimated "
+          f"{total_s / 3600:,.0f} device-hours on {describe(device)} (one core where a CPU); paper.yaml's plan: "
+          f"{len(packs)} packs ({grid.cfg['packing']}), {pack_steps:.3g} batched steps")
+    return pack_steps, elements
 
 
-def gpu_estimate(kernels: float, total_steps: float, total_seed_steps: float, launch_us: float = 4.0,
+def gpu_estimate(kernels: float, total_steps: float, elements: float, launch_us: float = 4.0,
                  bandwidth: float = 2.0e12) -> None:
-    """An estimate, not a measurement: per batched step, kernels x launch cost; per seed-step, the bytes that the
-    CUDA path moves (counted below) at `bandwidth`; the larger of the two bounds."""
-    elements = 128 * 100  # one seed's training batch at input size 100
+    """An estimate, not a measurement: per batched step of a pack, kernels x launch cost; per element of the
+    (padded) training batches, the bytes that the CUDA path moves (counted below) at `bandwidth`; the larger of the
+    two bounds, and their sum."""
     bytes_per_element = (
         1 * (8 + 8)  # state + index -> z
         + 2 * (3 * 16 + 8 + 16)  # per round: shift, and, xor (r/w int64), multiply
@@ -202,11 +206,12 @@ def gpu_estimate(kernels: float, total_steps: float, total_seed_steps: float, la
         + 6 * 4  # six GEMMs read x or log x once each
     )
     launch_h = total_steps * kernels * launch_us * 1e-6 / 3600
-    traffic_h = total_seed_steps * elements * bytes_per_element / bandwidth / 3600
+    traffic_h = elements * bytes_per_element / bandwidth / 3600
     print(f"GPU estimate (not measured; no GPU here): {kernels:.0f} kernels per step at an assumed {launch_us:g} us "
-          f"each -> {launch_h:,.0f} h; {bytes_per_element * elements / 1e6:.1f} MB of memory traffic per seed-step "
-          f"at an assumed {bandwidth / 1e12:g} TB/s -> {traffic_h:,.0f} h; the grid: about "
-          f"{max(launch_h, traffic_h):,.0f}-{launch_h + traffic_h:,.0f} GPU-hours, one job at a time")
+          f"each x {total_steps:.3g} batched steps -> {launch_h:,.1f} h; {bytes_per_element} bytes of memory traffic "
+          f"per batch element ({elements:.3g} element-steps, padded) at an assumed {bandwidth / 1e12:g} TB/s -> "
+          f"{traffic_h:,.1f} h; the grid: about {max(launch_h, traffic_h):,.0f}-{launch_h + traffic_h:,.0f} "
+          "GPU-hours, one pack at a time")
 
 
 def main() -> None:
@@ -242,11 +247,11 @@ def main() -> None:
     top = ", ".join(f"{k.removeprefix('aten::')} {v:g}" for k, v in sorted(names.items(), key=lambda kv: -kv[1]))
     print(f"kernels   : {kernels:.0f} per training step ({top}{', numba 1' if device.type == 'cpu' else ''})")
     if args.estimate:
-        total_steps, total_seed_steps = estimate_grid(device, clock, args.steps)
+        total_steps, elements = estimate_grid(device, clock, args.steps)
         if device.type == "cpu":
             cuda_kernels, _ = kernels_per_step(args.model, args.seeds, device, fused=False)
             print(f"kernels   : {cuda_kernels:.0f} per training step with the stream as on CUDA (in-place ops)")
-            gpu_estimate(cuda_kernels, total_steps, total_seed_steps)
+            gpu_estimate(cuda_kernels, total_steps, elements)
 
 
 if __name__ == "__main__":

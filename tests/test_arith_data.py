@@ -94,7 +94,7 @@ def test_evaluation_sets_are_the_first_draw_of_the_reference_forks():
     cfg = TrainConfig(iterations=1, batch_size=128, learning_rate=1e-3, eval_every=1, validation_size=10000,
                       test_size=10000, dtype="float64")
     sets = SeedBatch(setting, [0], cfg, torch.device("cpu")).eval_sets
-    valid, test = sets["valid"][0].numpy(), sets["test"][0].numpy()
+    valid, test = sets["valid"][0][1].numpy(), sets["test"][0][1].numpy()  # (members, x, targets)
     assert valid.shape == test.shape == (10000, 100)
     assert valid[0, :3].tolist() == [1.918094871979068, 1.8816526295251337, 1.9913438312197442]
     assert valid[9999, 99] == 1.5729783334618144

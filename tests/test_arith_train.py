@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from reprobench.arith import train as trainer
-from reprobench.arith.grid import Setting
+from reprobench.arith.grid import Pack, Setting
 
 SETTING = Setting("operations", "nalu", "mul", 20, 2, 0.5, 0.25, (1.0, 2.0), (2.0, 6.0))
 PAPER = {"batch_size": 128, "learning_rate": 1e-3}  # the paper's batch and Adam step size
@@ -180,32 +180,30 @@ def test_a_training_process_killed_by_sigkill_resumes_to_the_same_curves(tmp_pat
 
     from reprobench.core.curves import read_curve
 
-    def command(out, checkpoint):
-        return [sys.executable, "-m", "reprobench", "arith", "train",
-                *[a for k, v in SETTING_CLI.items() for a in (k, v)],
-                "--seeds", "0", "1", "--outputs", str(out / "s0.parquet"), str(out / "s1.parquet"),
-                "--iterations", "1500", "--batch-size", "128", "--learning-rate", "0.001", "--eval-every", "100",
-                "--validation-size", "500", "--test-size", "500", "--device", "cpu", "--threads", "1",
-                "--scale", "small", "--checkpoint", str(checkpoint), "--checkpoint-minutes", "0.0001"]
+    pack = Pack("nalu", 20, 1500, (SETTING,), (2,))  # seeds 0 and 1; the curves go to the grid's paths
 
-    subprocess.run(command(tmp_path / "full", tmp_path / "full.pt"), check=True, capture_output=True)
+    def command(checkpoint):
+        return [sys.executable, "-m", "reprobench", "arith", "train", "--pack", pack.to_json(), "--batch-size", "128",
+                "--learning-rate", "0.001", "--eval-every", "100", "--validation-size", "500", "--test-size", "500",
+                "--device", "cpu", "--threads", "1", "--scale", "small", "--checkpoint", str(checkpoint),
+                "--checkpoint-minutes", "0.0001"]
+
+    for folder in ("full", "killed"):
+        (tmp_path / folder).mkdir()
+    subprocess.run(command(tmp_path / "full.pt"), check=True, capture_output=True, cwd=tmp_path / "full")
     ckpt = tmp_path / "killed.pt"
-    proc = subprocess.Popen(command(tmp_path / "killed", ckpt), stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(command(ckpt), stderr=subprocess.DEVNULL, cwd=tmp_path / "killed")
     deadline = time.monotonic() + 120
     while not ckpt.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
     time.sleep(0.3)
     proc.send_signal(signal.SIGKILL)
     assert proc.wait() == -signal.SIGKILL, "the run ended before it was killed; give it more iterations"
-    assert ckpt.exists() and not (tmp_path / "killed").exists()
-    subprocess.run(command(tmp_path / "killed", ckpt), check=True, capture_output=True)
+    assert ckpt.exists() and not (tmp_path / "killed" / "results").exists()
+    subprocess.run(command(ckpt), check=True, capture_output=True, cwd=tmp_path / "killed")
     for seed in (0, 1):
-        full, _ = read_curve(tmp_path / "full" / f"s{seed}.parquet")
-        resumed, _ = read_curve(tmp_path / "killed" / f"s{seed}.parquet")
+        full, _ = read_curve(tmp_path / "full" / SETTING.curve_path(seed))
+        resumed, _ = read_curve(tmp_path / "killed" / SETTING.curve_path(seed))
         assert full.equals(resumed)
     assert not ckpt.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["full", "killed"]
 
-
-SETTING_CLI = {"--experiment": "operations", "--model": "nalu", "--operation": "mul", "--input-size": "20",
-               "--hidden-size": "2", "--overlap": "0.5", "--subset": "0.25", "--interpolation": "1_2",
-               "--extrapolation": "2_6"}

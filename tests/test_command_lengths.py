@@ -46,6 +46,20 @@ def test_arith_cli_lists_the_rules_inputs_from_a_short_argument(experiment, n):
         assert quoted(expected) > ARG_MAX
 
 
+def test_arith_train_passes_the_pack_not_its_curve_paths():
+    """A pack's job writes up to 1,900 curve files (paper.yaml's padded NALU pack at 5M steps): its command passes the
+    pack's JSON, from which the CLI rebuilds exactly the rule's outputs."""
+    packs = paper_grid("arith").packs()
+    largest = max(packs, key=lambda p: len(p.curves()))
+    # the table's 4 NALU cells x 100 seeds; 30 sweep settings at 5M steps (input sizes 4-100, 9 hidden sizes, 6
+    # overlaps, 4 subsets, 5 ranges) x 50 seeds
+    assert len(largest.curves()) == 4 * 100 + 30 * 50
+    assert quoted(largest.curves()) > ARG_MAX
+    for pack in packs:
+        assert len(shlex.quote(pack.to_json())) < 8192
+        assert arith_grid.Pack.from_json(pack.to_json()).curves() == pack.curves()
+
+
 def test_calm_cli_lists_the_rules_inputs_from_a_short_argument():
     g = paper_grid("calm")
     expected = g.curves()  # the rule's input

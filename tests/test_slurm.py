@@ -28,6 +28,8 @@ for _rule, _group in PROFILE["groups"].items():
     GROUPS.setdefault(_group, set()).add(_rule)
 TRAINING_RULES = set(PROFILE["groups"])
 CPU_RULES = set(PROFILE["set-resources"]) - TRAINING_RULES  # submitted alone, without a GPU: AMTLB's random agent
+# arith's training rules, one per pack, made in a loop: each its own Slurm job on the GPU partition
+ARITH_PACKS = re.compile(r"arith_train_\w+")
 SITE = {"SLURM_ACCOUNT": "reprobench", "REPROBENCH_CPU_PARTITION": "cpu", "REPROBENCH_GPU_PARTITION": "gpu"}
 NODE_GPUS = 2  # two one-GPU allocations side by side on the 2-core CI machine
 ARITH_TARGETS = ["results/arith/comparison.csv", "results/arith/tables/operations.md",
@@ -60,13 +62,26 @@ def cluster():
         subprocess.run(["bash", str(SLURM / "down.sh")], env=env, timeout=120)
 
 
+def tiny_arith_packs() -> list[str]:
+    """The rule names of the tiny configuration's arith packs."""
+    from reprobench.arith.grid import Grid
+    from reprobench.core import schema
+
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    tiny(config)
+    schema.validate(config["arith"], str(ROOT / "workflow/schemas/arith.schema.yaml"), "arith")
+    return [pack.rule for pack in Grid(config["arith"]).packs()]
+
+
 def fitted_resources(node) -> list[str]:
-    """The profile's set-resources, every key kept, with memory and CPUs capped at one GPU's share of the node.
+    """The profile's set-resources, every key kept, with memory and CPUs capped at one GPU's share of the node, and
+    the same caps for arith's pack rules (their resources are the rules' own, from common.smk's gpu_job_resources).
 
     A command-line --set-resources replaces the profile's whole set-resources (seen here: the training jobs then
     went to the CPU partition), so every entry is passed again, with $VARS expanded as the profile would."""
     caps = {"mem_mb": node["mem_mb"] // node["gpus"], "cpus_per_gpu": max(1, node["cpus"] // node["gpus"])}
-    args = []
+    args = [f"{rule}:{key}={min(value, caps[key])}" for rule in tiny_arith_packs()
+            for key, value in (("mem_mb", 16000), ("cpus_per_gpu", 2))]
     for rule, resources in PROFILE["set-resources"].items():
         for key, value in resources.items():
             if key in caps:
@@ -112,21 +127,26 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
     # Every training job went through sbatch exactly once, in a group of the profile's size and rules.
     submitted = [job for call in calls for job in call["jobs"]]
     assert len(submitted) == len(set(submitted))
-    for rule in TRAINING_RULES | CPU_RULES:
+    packs = {rule for rule in stats if ARITH_PACKS.fullmatch(rule)}
+    assert packs == set(tiny_arith_packs()) and len(packs) == 11  # 3 cells at 1501 steps, 2 x 4 shapes at 101
+    for rule in TRAINING_RULES | CPU_RULES | packs:
         assert sum(job.startswith(f"{rule}:") for job in submitted) == stats.get(rule, 0), rule
-    # arith 3 + 16, WADE 8 + IMDB 4, CALM 2 datasets x 3 models (PoE+PW 30, the Transformer, the user's) x 2 seeds,
+    # WADE 8 + IMDB 4, CALM 2 datasets x 3 models (PoE+PW 30, the Transformer, the user's) x 2 seeds,
     # S2B's Table 2 (R2D2 and the scripted user agent), Table 4 (LSTM), Figure 5 (OHE), Figure 6 (LSTM+Rec), Table 1
     # (S = 1): 2 seeds; AMTLB (2 games, 2 folds): 2 fresh, 2 pre-training, 2 transfer, 1 generalist
-    assert sum(stats.get(rule, 0) for rule in TRAINING_RULES) == 3 + 16 + 8 + 4 + 12 + 4 + 6 + 2 + 7
+    assert sum(stats.get(rule, 0) for rule in TRAINING_RULES) == 8 + 4 + 12 + 4 + 6 + 2 + 7
     assert sum(stats.get(rule, 0) for rule in CPU_RULES) == 2  # the random agent on each game
     cpu_calls = [call for call in calls if {job.split(":")[0] for job in call["jobs"]} <= CPU_RULES]
     for call in cpu_calls:  # one job each, on the CPU partition, no GPU
         assert len(call["jobs"]) == 1 and "--gpus" not in call["options"]
         assert re.search(r"-p cpu\b", call["options"]) and re.search(r"-A reprobench\b", call["options"])
+    pack_calls = [call for call in calls if {job.split(":")[0] for job in call["jobs"]} <= packs]
+    assert len(pack_calls) == len(packs) and all(len(call["jobs"]) == 1 for call in pack_calls)
     for call in (call for call in calls if call not in cpu_calls):
-        group = re.search(rf"--comment rule_({'|'.join(GROUPS)})_", call["options"]).group(1)
         rules = {job.split(":")[0] for job in call["jobs"]}
-        assert rules <= GROUPS[group] and 1 <= len(call["jobs"]) <= PROFILE["group-components"][group]
+        if call not in pack_calls:
+            group = re.search(rf"--comment rule_({'|'.join(GROUPS)})_", call["options"]).group(1)
+            assert rules <= GROUPS[group] and 1 <= len(call["jobs"]) <= PROFILE["group-components"][group]
         # The real request: one GPU per grouped job, on the GPU partition, charged to the site's account.
         assert len(re.findall(r"--gpus=", call["options"])) == 1 and "--gpus=1" in call["options"].split()
         assert "--gres" not in call["options"]
@@ -146,7 +166,8 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
     assert len(curves) == (3 + 16) * 2 + 2 * 2 * (1 + 1 + 4) + 2 * 2 + 12 + 4 + 4 + 6 + 2 + 9
     probes = ("results/s2b/curves/experiment=speaker/", "results/s2b/curves/experiment=disentanglement/")
     assert {c for c in curves if not c.startswith(probes)} <= in_slurm
-    assert set(re.findall(r"^\s*rule (\w+):", "\n".join(slurm_logs.values()), re.M)) <= TRAINING_RULES | CPU_RULES
+    assert set(re.findall(r"^\s*rule (\w+):", "\n".join(slurm_logs.values()), re.M)) <= \
+        TRAINING_RULES | CPU_RULES | packs
 
     # The same outputs as a local run of the same configuration.
     assert results_differences(tiny_local_run / "results", tmp_path / "results") == []
@@ -155,35 +176,36 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
     assert "Nothing to be done" in again.stdout + again.stderr and "sbatch call" not in again.stdout + again.stderr
 
 
-def running_job_with(target: str) -> str | None:
-    """The running Slurm job whose batch script trains `target` (rule-less 'key=value,...' wildcards)."""
+def running_job_with(rule: str) -> str | None:
+    """The running Slurm job whose batch script runs `rule` (a rule without wildcards: target 'rule:')."""
     running = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i"], capture_output=True, text=True).stdout
     for job in running.split():
         script = subprocess.run(["scontrol", "write", "batch_script", job, "-"], capture_output=True, text=True)
-        if f":{target}'" in script.stdout:
+        if f"'{rule}:'" in script.stdout:
             return job
     return None
 
 
-def checkpoint_target(path: Path, root: Path) -> str:
-    """results/arith/checkpoints/experiment=e/model=m/.../extrapolation=x.pt -> the job's wildcard string."""
-    parts = list(path.relative_to(root / "results/arith/checkpoints").parts)
-    parts[-1] = parts[-1].removesuffix(".pt")
-    return ",".join(parts)
+def pack_rule(path: Path, root: Path) -> str:
+    """results/arith/checkpoints/model=m/input_size=n/hidden_size=h/steps=s.pt -> its pack's rule name."""
+    parts = path.relative_to(root / "results/arith/checkpoints").with_suffix("").parts
+    keys = dict(part.split("=", 1) for part in parts)
+    return f"arith_train_{keys['model']}_n{keys['input_size']}_h{keys['hidden_size']}_s{keys['steps']}"
 
 
 def cancel_a_job_after_its_checkpoint(workdir: Path, run: subprocess.Popen, timeout_s: float):
-    """Watch for checkpoint files; scancel the Slurm job training one of them; return (job id, checkpoint, target,
+    """Watch for checkpoint files; scancel the Slurm job training one of them; return (job id, checkpoint, rule,
     the job's Slurm state) once a cancelled job has left its checkpoint behind (the run was cut mid-training)."""
     seen, deadline = set(), time.monotonic() + timeout_s
-    folder = workdir / "results/arith/checkpoints/experiment=operations"  # 1500 steps: long enough to catch
+    folder = workdir / "results/arith/checkpoints"
     while run.poll() is None and time.monotonic() < deadline:
-        for ckpt in sorted(folder.rglob("*.pt")) if folder.exists() else []:
+        # the table's packs: 1501 steps, long enough to catch
+        for ckpt in sorted(folder.rglob("steps=1501.pt")) if folder.exists() else []:
             if ckpt.name.startswith(".") or ckpt in seen:
                 continue
             seen.add(ckpt)
-            target = checkpoint_target(ckpt, workdir)
-            job = running_job_with(target)
+            rule = pack_rule(ckpt, workdir)
+            job = running_job_with(rule)
             if job is None:
                 continue
             subprocess.run(["scancel", job], check=True)
@@ -194,7 +216,7 @@ def cancel_a_job_after_its_checkpoint(workdir: Path, run: subprocess.Popen, time
                     break
                 time.sleep(0.1)
             if ckpt.exists():
-                return job, ckpt, target, state
+                return job, ckpt, rule, state
         time.sleep(0.05)
     return None
 
@@ -219,19 +241,20 @@ def test_cancelled_training_job_is_retried_resumes_from_its_checkpoint_and_outpu
                 run.kill()
     log = (tmp_path / "snakemake.log").read_text()
     assert cancelled is not None, "no training job was caught between a checkpoint and its end"
-    job, ckpt, target, state = cancelled
+    job, ckpt, rule, state = cancelled
     assert rc == 0, log[-5000:]
 
-    # Slurm cancelled it, Snakemake saw its group fail and resubmitted the same jobs (attempt 2).
+    # Slurm cancelled it, Snakemake saw the job fail and resubmitted it (attempt 2).
     assert state == "CANCELLED"
-    assert re.search(rf"Error in group arith_gpu\n\s+log: \S+/{job}\.log", log), log[-5000:]
+    error = log.split(f"Error in rule {rule}:", 1)
+    assert len(error) == 2 and job in error[1][:3000], log[-5000:]
     assert "Trying to restart job" in log
-    carrying = [call for call in sbatch_calls(log) if any(j.endswith(f":{target}") for j in call["jobs"])]
+    carrying = [call for call in sbatch_calls(log) if f"{rule}:" in call["jobs"]]
     assert [call["attempt"] for call in carrying] == [1, 2]
     assert carrying[0]["jobs"] == carrying[1]["jobs"]
     # The retried training job started from the checkpoint, not from step 0; no checkpoint is left.
-    rule_log = (tmp_path / "logs" / ckpt.relative_to(tmp_path / "results")).with_suffix(".log")
-    rule_log = Path(str(rule_log).replace("/checkpoints/", "/curves/"))
+    rule_log = tmp_path / "logs/arith/train" / ckpt.relative_to(tmp_path / "results/arith/checkpoints")
+    rule_log = rule_log.with_suffix(".log")
     step = re.search(r"resuming from checkpoint \S+ at step (\d+)", rule_log.read_text())
     assert step and 0 < int(step.group(1)) < 1500, rule_log.read_text()[-2000:]  # mid-training
     assert not list((tmp_path / "results/arith/checkpoints").rglob("*.pt"))

@@ -25,13 +25,17 @@ def test_default_config_plans_every_run_of_the_small_grid(workdir):
     out = run_snakemake(["-n", "--snakefile", SNAKEFILE, "--cores", "2"], cwd=workdir).stdout
     config = yaml.safe_load((ROOT / "config.yaml").read_text())["arith"]
     settings_sweeps = sum(len(config["sweeps"][k]) for k in ("input_size", "hidden_size", "overlap", "subset", "range"))
-    n_sweep_jobs = settings_sweeps * len(config["sweeps"]["models"])
+    n_sweep_settings = settings_sweeps * len(config["sweeps"]["models"])
     n_cells = sum(len(m) for m in config["operations"]["cells"].values())
-    assert re.search(rf"arith_train_operations\s+{n_cells}\b", out)
-    assert re.search(rf"arith_train_sweep\s+{n_sweep_jobs}\b", out)
-    n_curves = n_cells * config["operations"]["seeds"] + n_sweep_jobs * config["sweeps"]["seeds"]
+    n_curves = n_cells * config["operations"]["seeds"] + n_sweep_settings * config["sweeps"]["seeds"]
     assert len(planned_curves(out)) == n_curves
-    assert re.search(r"arith_prepare_threshold\s+10\b", out)  # distinct (operation, n, subset, overlap, test range)
+    # one job per pack (model, steps, input size, hidden size): NAC+ at input 4, 25, 100 and hidden 2, 10 at input
+    # 100 (the table's NAC+ cells and the sweeps), Linear, NAC*, NALU (the table)
+    packs = dict(re.findall(r"^(arith_train_\w+)\s+(\d+)$", out, re.M))
+    assert packs == {f"arith_train_{name}_s15001": "1" for name in (
+        "nac_add_n4_h2", "nac_add_n25_h2", "nac_add_n100_h2", "nac_add_n100_h10", "linear_n100_h2", "nac_mul_n100_h2",
+        "nalu_n100_h2")}
+    assert re.search(r"^arith_prepare_thresholds\s+1$", out, re.M)  # 10 datasets in one job
     wade = yaml.safe_load((ROOT / "config.yaml").read_text())["wade"]
     jobs = len(wade["tasks"]) * wade["seeds"]
     for rule in ("wade_prepare_task", "wade_train_reservoir", "wade_train_sequence"):
@@ -65,13 +69,25 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
     assert len(curves) == 4800  # 1000 (table, seeds 0-99) + 3800 (sweeps, seeds 0-49)
     assert sum("experiment=operations/" in c for c in curves) == 1000
     assert max(int(re.search(r"seed=(\d+)", c).group(1)) for c in curves) == 99
-    assert re.search(r"arith_train_operations\s+10\b", out) and re.search(r"arith_train_sweep\s+76\b", out)
+    # paper.yaml packs them padded: one GPU job per (model, steps): NAC+, Linear (the table), NAC* and NALU at 5M,
+    # 10M and 15M steps (the input-size sweep's longer runs)
+    arith = dict(re.findall(r"^(arith_train_\w+)\s+(\d+)$", out, re.M))
+    assert arith == {f"arith_train_{name}": "1" for name in (
+        "nac_add_n100_h2_s5000001", "linear_n100_h2_s5000001", *(f"{model}_{sizes}" for model in ("nac_mul", "nalu")
+        for sizes in ("n4to100_h2to10_s5000001", "n125to200_h2_s10000001", "n225to300_h2_s15000001")))}
+    # each its own Slurm job (hours each: not grouped), with one GPU on the GPU partition (common.smk's
+    # gpu_job_resources, from the same environment variable as the profile)
+    for rule in arith:
+        block = out.split(f"rule {rule}:", 1)[1].split("\n\n", 1)[0]
+        resources = re.search(r"^\s+resources: (.*)", block, re.M).group(1)
+        assert re.search(r"\bgpu=1\b", resources) and "slurm_partition=gpu" in resources, resources
+        assert "slurm_account=acct" in resources and "cpus_per_gpu=2" in resources
     # Every training job is planned inside a profile group, asking for one GPU on the GPU partition.
     profile = yaml.safe_load((ROOT / "slurm/config.yaml").read_text())
     jobs = group_jobs(out)
     training = {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", out.split("Job stats:")[1].split("\n\n")[0],
                                                         re.M) if rule in profile["groups"]}
-    # arith 10 + 76; WADE 10 tasks x 100 seeds x (reservoir, sequence); IMDB 5 models x 50 seeds; CALM 13 models x
+    # WADE 10 tasks x 100 seeds x (reservoir, sequence); IMDB 5 models x 50 seeds; CALM 13 models x
     # 4 (dataset, lambda) x 2 variants x 10 seeds, but 8 and 7 seeds for the two 30-expert MoE rows on MultiDomain;
     # the Transformer (Appendix C) adds 4 x 2 x 10
     calm_runs = 2 * (13 * 4 * 10 - 2 * (2 + 3)) + 4 * 2 * 10
@@ -85,13 +101,13 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
     assert training["s2b_train"] == 3 * 3 * 3  # Table 2: O x S x seeds, faithful
     # Table 4, Figure 5 (recall: SCS and OHE, 10 seeds each) and Figure 6's seeds per model
     assert training["s2b_train_experiment"] == 3 + 3 + 3 + 3 + 2 + 10 + 10 + 5 + 5 + 2 + 2  # Table 1: S x 3 seeds
-    assert sum(len(rules) for _, rules, _ in jobs) == sum(training.values()) == 10 + 76 + 10 * 100 * 2 + 5 * 50 \
+    assert sum(len(rules) for _, rules, _ in jobs) == sum(training.values()) == 10 * 100 * 2 + 5 * 50 \
         + calm_runs + 27 + 48 + amtlb_runs
     for group, rules, resources in jobs:
         assert all(profile["groups"][rule] == group for rule in rules)
         assert resources and all(re.search(r"\bgpu=1\b", r) and "slurm_partition=gpu" in r and "slurm_account=acct" in r
                                  for r in resources)
-    assert profile["group-components"] == {"arith_gpu": 4, "wade_gpu": 4, "calm_gpu": 1, "s2b_gpu": 1, "amtlb_gpu": 1,
+    assert profile["group-components"] == {"wade_gpu": 4, "calm_gpu": 1, "s2b_gpu": 1, "amtlb_gpu": 1,
                                           "amtlb_pretrain_gpu": 1}
     assert profile["set-resource-scopes"] == {"gpu": "local"} and profile["resources"] == {"gpu": 1}
 

@@ -1,7 +1,10 @@
 # arith: Madsen & Johansen (2019), "Measuring Arithmetic Extrapolation Performance".
-# prepare (success thresholds) -> train (every seed of a setting in one job) -> aggregate -> table, figure -> compare.
+# prepare (success thresholds) -> train (a pack of settings, every seed, in one job) -> aggregate -> table, figure ->
+# compare.
 # Runs, paths and input functions: src/reprobench/arith/grid.py. Config: the `arith` section, validated against
 # workflow/schemas/arith.schema.yaml.
+
+import json
 
 from reprobench.arith import grid as arith
 
@@ -9,106 +12,73 @@ ARITH = load_benchmark("arith")
 
 
 localrules:
-    arith_prepare_threshold,
+    arith_prepare_thresholds,
     arith_aggregate,
     arith_table,
     arith_figure,
     arith_compare,
 
 
-# The success threshold of one dataset setting: the extrapolation MSE of a nearly perfect model (specs 4.1).
-rule arith_prepare_threshold:
+# The success thresholds of every dataset setting (the extrapolation MSE of a nearly perfect model, specs 4.1), in
+# one process: a few seconds each, so one start-up instead of one per dataset.
+rule arith_prepare_thresholds:
     output:
-        arith.THRESHOLD,
+        ARITH.thresholds(),
     log:
-        arith.THRESHOLD_LOG,
-    wildcard_constraints:
-        **ARITH.wildcards(),
+        arith.THRESHOLDS_LOG,
     conda:
         ENV
     params:
+        datasets=json.dumps(ARITH.datasets(), separators=(",", ":")),
         samples=config["arith"]["threshold"]["samples"],
         epsilon=config["arith"]["threshold"]["epsilon"],
         seed=config["arith"]["threshold"]["seed"],
     shell:
-        "python -m reprobench arith prepare-threshold --operation {wildcards.operation:q} "
-        "--input-size {wildcards.input_size:q} --subset {wildcards.subset:q} --overlap {wildcards.overlap:q} "
-        "--extrapolation {wildcards.extrapolation:q} --samples {params.samples:q} --epsilon {params.epsilon:q} "
-        "--seed {params.seed:q} --out {output:q} 2> {log:q}"
+        "python -m reprobench arith prepare-thresholds --datasets {params.datasets:q} --samples {params.samples:q} "
+        "--epsilon {params.epsilon:q} --seed {params.seed:q} 2> {log:q}"
 
 
-# Training: one job per (experiment, model, setting), all its seeds batched into one model. The table's cells
-# (seeds from operations.seeds) and the figure's sweeps (seeds from sweeps.seeds) differ only in their seeds.
-ARITH_TRAIN_SHELL = (
-    "python -m reprobench arith train --experiment {wildcards.experiment:q} --model {wildcards.model:q} "
-    "--operation {wildcards.operation:q} --input-size {wildcards.input_size:q} "
-    "--hidden-size {wildcards.hidden_size:q} --overlap {wildcards.overlap:q} --subset {wildcards.subset:q} "
-    "--interpolation {wildcards.interpolation:q} --extrapolation {wildcards.extrapolation:q} "
-    "--seeds {params.seeds:q} --outputs {output:q} --iterations {params.iterations:q} "
-    "--batch-size {params.batch_size:q} --learning-rate {params.learning_rate:q} "
-    "--eval-every {params.eval_every:q} --validation-size {params.validation_size:q} "
-    "--test-size {params.test_size:q} --device {params.device:q} --threads {threads} --scale {params.scale:q} "
-    "--checkpoint {params.checkpoint:q} --checkpoint-minutes {params.checkpoint_minutes:q} 2> {log:q}"
-)
-ARITH_TRAIN_PARAMS = {
-    "seeds": ARITH.get_seeds,
-    "iterations": ARITH.get_iterations,
-    "batch_size": config["arith"]["batch_size"],
-    "learning_rate": config["arith"]["learning_rate"],
-    "eval_every": config["arith"]["eval_every"],
-    "validation_size": config["arith"]["validation_size"],
-    "test_size": config["arith"]["test_size"],
-    "device": config["device"],
-    "scale": config["scale"],
-    "checkpoint": arith.CHECKPOINT,
-    "checkpoint_minutes": config["arith"]["checkpoint_minutes"],
-}
+# Training: one job per pack (grid.Pack: the settings of one model, input size and number of steps, every seed, as
+# one batched model; the table's cells and the figure's sweeps together). Its outputs are one curve file per
+# (setting, seed), so naming one curve file runs its pack. One rule per pack, named for it (arith_train_<model>_n<input
+# size>_h<hidden size>_s<steps>): a rule's outputs are a fixed list. The command gets the pack as JSON, not the paths
+# (those would pass Linux's 128 KiB cap on one argument at paper scale). On Slurm each pack is one GPU job on the GPU
+# partition (REPROBENCH_GPU_PARTITION, read here: the profile's set-resources cannot name rules made in a loop).
+for _pack in ARITH.packs():
 
-
-rule arith_train_operations:
-    output:
-        expand(arith.CURVE, seed=ARITH.seeds("operations"), allow_missing=True),
-    log:
-        arith.TRAIN_LOG,
-    benchmark:
-        arith.TRAIN_TIMING
-    wildcard_constraints:
-        **ARITH.wildcards(experiments=["operations"]),
-    group:
-        "arith_train"
-    conda:
-        ENV
-    threads: config["threads"]
-    resources:
-        gpu=1,
-        runtime=ARITH.get_runtime,
-    params:
-        **ARITH_TRAIN_PARAMS,
-    shell:
-        ARITH_TRAIN_SHELL
-
-
-rule arith_train_sweep:
-    output:
-        expand(arith.CURVE, seed=ARITH.seeds("input_size"), allow_missing=True),
-    log:
-        arith.TRAIN_LOG,
-    benchmark:
-        arith.TRAIN_TIMING
-    wildcard_constraints:
-        **ARITH.wildcards(experiments=arith.SWEEPS),
-    group:
-        "arith_train"
-    conda:
-        ENV
-    threads: config["threads"]
-    resources:
-        gpu=1,
-        runtime=ARITH.get_runtime,
-    params:
-        **ARITH_TRAIN_PARAMS,
-    shell:
-        ARITH_TRAIN_SHELL
+    rule:
+        name:
+            _pack.rule
+        output:
+            _pack.curves(),
+        log:
+            _pack.path(arith.TRAIN_LOG),
+        benchmark:
+            _pack.path(arith.TRAIN_TIMING)
+        conda:
+            ENV
+        threads: config["threads"]
+        resources:
+            **gpu_job_resources(cpus_per_gpu=2, mem_mb=16000),
+            gpu=1,
+            runtime=lambda wildcards, attempt, pack=_pack: ARITH.runtime(pack, attempt),
+        params:
+            pack=_pack.to_json(),
+            batch_size=config["arith"]["batch_size"],
+            learning_rate=config["arith"]["learning_rate"],
+            eval_every=config["arith"]["eval_every"],
+            validation_size=config["arith"]["validation_size"],
+            test_size=config["arith"]["test_size"],
+            device=config["device"],
+            scale=config["scale"],
+            checkpoint=_pack.path(arith.CHECKPOINT),
+            checkpoint_minutes=config["arith"]["checkpoint_minutes"],
+        shell:
+            "python -m reprobench arith train --pack {params.pack:q} --batch-size {params.batch_size:q} "
+            "--learning-rate {params.learning_rate:q} --eval-every {params.eval_every:q} "
+            "--validation-size {params.validation_size:q} --test-size {params.test_size:q} "
+            "--device {params.device:q} --threads {threads} --scale {params.scale:q} "
+            "--checkpoint {params.checkpoint:q} --checkpoint-minutes {params.checkpoint_minutes:q} 2> {log:q}"
 
 
 # The command passes the grid keys the curve list depends on (JSON of Grid.curve_keys), not the paths: at paper scale

@@ -39,6 +39,14 @@ for key in config:
         )
 
 
+def gpu_job_resources(**resources):
+    """Slurm resources of a GPU training rule made in a loop (one rule per job, as arith's packs), which the profile's
+    set-resources cannot name: the GPU partition from REPROBENCH_GPU_PARTITION (as slurm/config.yaml) and the given
+    values. Empty where the variable is not set (a local run)."""
+    partition = os.environ.get("REPROBENCH_GPU_PARTITION")
+    return {"slurm_partition": partition, **resources} if partition else {}
+
+
 GRIDS = {}  # key -> the benchmark's Grid, as its rule file loaded it
 
 

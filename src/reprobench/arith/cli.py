@@ -14,22 +14,17 @@ def register(sub) -> None:
     p = sub.add_parser("arith", help=f"{PAPER.title} ({PAPER.citation})")
     s = p.add_subparsers(dest="stage", required=True)
 
-    t = s.add_parser("prepare-threshold", help="simulate the success thresholds of one dataset setting")
-    for name in ("operation", "input-size", "subset", "overlap", "extrapolation"):
-        t.add_argument(f"--{name}", required=True)
+    t = s.add_parser("prepare-thresholds", help="simulate the success thresholds of every dataset setting")
+    t.add_argument("--datasets", required=True, help="JSON of grid.Grid.datasets(): one file each, at THRESHOLD")
     t.add_argument("--samples", type=int, required=True, help="simulated samples (paper: 1e6)")
     t.add_argument("--epsilon", type=float, required=True, help="weight shift (paper: 1e-5)")
     t.add_argument("--seed", type=int, required=True)
-    t.add_argument("--out", required=True)
-    t.set_defaults(func=cmd_threshold)
+    t.set_defaults(func=cmd_thresholds)
 
-    t = s.add_parser("train", help="train every seed of one setting as one batched model (rules arith_train_*)")
-    for name in ("experiment", "model", "operation", "input-size", "hidden-size", "overlap", "subset",
-                 "interpolation", "extrapolation"):
-        t.add_argument(f"--{name}", required=True)
-    t.add_argument("--seeds", type=int, nargs="+", required=True)
-    t.add_argument("--outputs", nargs="+", required=True, help="one curve file per seed, in --seeds order")
-    for name, kind in (("iterations", int), ("batch-size", int), ("learning-rate", float), ("eval-every", int),
+    t = s.add_parser("train", help="train a pack of settings, every seed, as one batched model (rules arith_train_*)")
+    t.add_argument("--pack", required=True, help="JSON of grid.Pack: settings and seed counts; the curve files are "
+                   "the grid's paths of its (setting, seed) runs")
+    for name, kind in (("batch-size", int), ("learning-rate", float), ("eval-every", int),
                        ("validation-size", int), ("test-size", int)):
         t.add_argument(f"--{name}", type=kind, required=True)
     add_training_options(t, checkpoint=True)
@@ -57,57 +52,67 @@ def register(sub) -> None:
         t.set_defaults(func=handler, formats=formats)
 
 
-def cmd_threshold(args) -> None:
+def cmd_thresholds(args) -> None:
+    """Every dataset's thresholds in one process (one start-up), each file written as soon as it is done."""
     import json
 
     from reprobench.arith import PAPER
-    from reprobench.arith.grid import parse_range
+    from reprobench.arith.grid import THRESHOLD, parse_range
     from reprobench.arith.thresholds import thresholds
     from reprobench.core.atomic import write_text
+    from reprobench.core.errors import ConfigError
     from reprobench.core.provenance import base_record, now
 
-    values = thresholds(args.operation, int(args.input_size), float(args.subset), float(args.overlap),
-                        parse_range(args.extrapolation), args.samples, args.epsilon, args.seed)
-    record = {"paper": PAPER.id, "stage": "threshold", "operation": args.operation,
-              "input_size": int(args.input_size), "subset": float(args.subset),
-              "overlap": float(args.overlap), "extrapolation": args.extrapolation, "samples": args.samples,
-              "epsilon": args.epsilon, "seed": args.seed, "thresholds": values, "made": now(), **base_record()}
-    write_text(args.out, json.dumps(record, indent=1, sort_keys=True) + "\n")
-    log(f"thresholds {values}")
+    try:
+        datasets = json.loads(args.datasets)
+        paths = [THRESHOLD.format(**d) for d in datasets]
+        keys = [(d["operation"], int(d["input_size"]), float(d["subset"]), float(d["overlap"]),
+                 parse_range(d["extrapolation"])) for d in datasets]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ConfigError("datasets", f"not the JSON of Grid.datasets() ({exc!r})") from None
+    base = base_record()
+    for d, path, (operation, n, subset, overlap, extrapolation) in zip(datasets, paths, keys):
+        values = thresholds(operation, n, subset, overlap, extrapolation, args.samples, args.epsilon, args.seed)
+        record = {"paper": PAPER.id, "stage": "threshold", "operation": operation, "input_size": n, "subset": subset,
+                  "overlap": overlap, "extrapolation": d["extrapolation"], "samples": args.samples,
+                  "epsilon": args.epsilon, "seed": args.seed, "thresholds": values, "made": now(), **base}
+        write_text(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+        log(f"{path}: {values}")
 
 
 def cmd_train(args) -> None:
     from reprobench.arith import PAPER
-    from reprobench.arith.grid import Setting
-    from reprobench.arith.train import TrainConfig, train
+    from reprobench.arith.grid import Pack
+    from reprobench.arith.train import TrainConfig, train_members
     from reprobench.core import checkpoint as checkpoints
     from reprobench.core import curves
     from reprobench.core.device import choose_device, describe
     from reprobench.core.errors import ConfigError
     from reprobench.core.provenance import Timer
 
-    if len(args.outputs) != len(args.seeds):
-        raise ConfigError("outputs", f"{len(args.outputs)} outputs for {len(args.seeds)} seeds")
-    setting = Setting.from_keys({k: getattr(args, k) for k in (
-        "experiment", "model", "operation", "input_size", "hidden_size", "overlap", "subset", "interpolation",
-        "extrapolation")})
-    cfg = TrainConfig(iterations=args.iterations, batch_size=args.batch_size, learning_rate=args.learning_rate,
+    try:
+        pack = Pack.from_json(args.pack)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ConfigError("pack", f"not the JSON of grid.Pack ({exc!r})") from None
+    members, outputs = pack.members(), pack.outputs()
+    cfg = TrainConfig(iterations=pack.iterations, batch_size=args.batch_size, learning_rate=args.learning_rate,
                       eval_every=args.eval_every, validation_size=args.validation_size, test_size=args.test_size)
     device = choose_device(args.device, args.threads)
-    log(f"training {setting} seeds {args.seeds[0]}..{args.seeds[-1]} on {describe(device)}, {cfg}")
+    log(f"training pack {pack.keys()}: {len(pack.settings)} settings, {len(outputs)} curve files, {len(members)} "
+        f"distinct runs on {describe(device)}, {cfg}")
     with Timer() as timer:
-        per_seed, state = train(setting, args.seeds, cfg, device, checkpoint=args.checkpoint,
-                                checkpoint_every_s=60 * args.checkpoint_minutes)
-    for i, (seed, path) in enumerate(zip(args.seeds, args.outputs)):
+        columns, state = train_members([m[0] for m in members], [m[1] for m in members], cfg, device,
+                                       checkpoint=args.checkpoint, checkpoint_every_s=60 * args.checkpoint_minutes)
+    for setting, seed, path, i in outputs:
         ended = int(state.ended_at[i])
         record = curves.provenance(
             paper=PAPER.id, experiment=setting.experiment, model=setting.model, setting=setting.record(), seed=seed,
-            scale=args.scale, variant="all", config=cfg.__dict__ | {"seeds_in_batch": len(args.seeds)},
+            scale=args.scale, variant="all", config=cfg.__dict__ | {"runs_in_job": len(members)}, pack=pack.keys(),
             device=describe(device), status="nan" if ended >= 0 else "completed", nan_found_at_step=ended,
             **timer.fields())
-        curves.write_curve(per_seed[seed], path, record)
+        curves.write_curve(columns[i], path, record)
     checkpoints.remove(args.checkpoint)
-    log(f"done in {timer.wall_s:.1f} s; {int((state.ended_at >= 0).sum())} of {len(args.seeds)} seeds ended by NaN")
+    log(f"done in {timer.wall_s:.1f} s; {int((state.ended_at >= 0).sum())} of {len(members)} runs ended by NaN")
 
 
 def _grid_curves(text: str, experiment: str) -> list[str]:

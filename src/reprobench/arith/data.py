@@ -181,11 +181,12 @@ def _fused_kernel():
         golden, mix1, mix2 = (np.uint64(c % 2**64) for c in (_GOLDEN, _MIX1, _MIX2))
 
         @numba.njit(cache=True, nogil=True)
-        def fill(mixed_keys, step, low, span, starts, size, x, sums, shifted, eps):
-            """x[s, r, j] = low[s] + span[s] * u, u the top 24 bits of splitmix64 (see uniform_stream); with sums
-            not empty, sums[s, k, r] = the float64 sum of x[s, r, starts[s, k] : starts[s, k] + size]; with shifted
-            not empty, shifted = |x| + eps in float32 (the argument of the models' log)."""
-            n_seeds, rows, n = x.shape
+        def fill(mixed_keys, step, low, span, starts, sizes, widths, x, sums, shifted, eps):
+            """x[s, r, j] = low[s] + span[s] * u for j < widths[s] (seed s's input size; x beyond it is left alone),
+            u the top 24 bits of splitmix64 (see uniform_stream); with sums not empty, sums[s, k, r] = the float64
+            sum of x[s, r, starts[s, k] : starts[s, k] + sizes[s]]; with shifted not empty, shifted = |x| + eps in
+            float32 (the argument of the models' log), the whole row."""
+            n_seeds, rows, width = x.shape
             scale = np.float32(1.0 / (1 << 24))
             for s in range(n_seeds):
                 z = np.uint64(mixed_keys[s]) + np.uint64(step)
@@ -193,6 +194,7 @@ def _fused_kernel():
                 z = (z ^ (z >> np.uint64(27))) * mix2
                 state = z ^ (z >> np.uint64(31))
                 lo, sp = low[s], span[s]
+                n = widths[s]
                 for r in range(rows):
                     base = np.uint64(r * n + 1)
                     for j in range(n):
@@ -202,12 +204,12 @@ def _fused_kernel():
                         # the last xor-shift of splitmix64 leaves the top 24 bits unchanged: skipped
                         x[s, r, j] = lo + sp * (np.float32(z >> np.uint64(40)) * scale)
                     if shifted.shape[0]:
-                        for j in range(n):
+                        for j in range(width):
                             shifted[s, r, j] = np.abs(x[s, r, j]) + eps
                     if sums.shape[0]:
                         for k in range(2):
                             total = 0.0
-                            for j in range(starts[s, k], starts[s, k] + size):
+                            for j in range(starts[s, k], starts[s, k] + sizes[s]):
                                 total += np.float64(x[s, r, j])
                             sums[s, k, r] = total
 
@@ -223,10 +225,13 @@ class BatchStream:
     then holds torch.log(torch.abs(x) + log_eps), bit for bit (the models' first log). On a CPU one numba kernel
     draws x, sums the subsets and shifts |x| in one pass (the sums where `sums_are_exact`, else the masked sum of
     the trainer before, in torch); on other devices the same splitmix64 runs as a dozen in-place int64 torch ops
-    (no host sync). The returned tensors are overwritten by the next call."""
+    (no host sync). The returned tensors are overwritten by the next call.
+
+    `widths` gives each seed's own input size where they differ (a padded pack): seed s's x is its own stream in
+    columns [0, widths[s]) and exactly zero beyond, up to `input_size`, the largest."""
 
     def __init__(self, keys: list[int], batch_size: int, input_size: int, low, high, subsets: list[Subsets],
-                 device=None, fused: bool | None = None, log_eps: float | None = None):
+                 device=None, fused: bool | None = None, log_eps: float | None = None, widths=None):
         import torch
 
         self.device = torch.device(device or "cpu")
@@ -235,10 +240,12 @@ class BatchStream:
         high = np.broadcast_to(np.asarray(high, np.float32), (n,)).copy()
         span = (high - low).astype(np.float32)
         self.fused = self.device.type == "cpu" if fused is None else fused
-        sizes = {sub.subset_size for sub in subsets}
-        self.exact = len(sizes) == 1 and all(sums_are_exact(lo, hi, next(iter(sizes))) for lo, hi in zip(low, high))
+        # each seed's own decision: where every sum is exact, the kernel's order gives the masked sum's bits
+        self.exact = all(sums_are_exact(lo, hi, sub.subset_size) for lo, hi, sub in zip(low, high, subsets))
         self.masks = torch.tensor(subset_masks(subsets, input_size), device=self.device)  # float64
-        self.x = torch.empty(n, batch_size, input_size, dtype=torch.float32, device=self.device)
+        widths = np.broadcast_to(np.asarray(input_size if widths is None else widths, np.int64), (n,)).copy()
+        self.padded = bool((widths != input_size).any())
+        self.x = torch.zeros(n, batch_size, input_size, dtype=torch.float32, device=self.device)
         self.sums = torch.empty(n, 2, batch_size, dtype=torch.float64, device=self.device)
         self.log_eps = log_eps
         self.log_x = torch.empty_like(self.x) if log_eps is not None else None
@@ -246,13 +253,21 @@ class BatchStream:
         self.mixed_keys = _mix(keys * _GOLDEN).to(self.device)
         if self.fused:
             self._np = (self.mixed_keys.numpy().view(np.uint64), low, span,
-                        np.array([[sub.a.start, sub.b.start] for sub in subsets], np.int64), next(iter(sizes)),
+                        np.array([[sub.a.start, sub.b.start] for sub in subsets], np.int64),
+                        np.array([sub.subset_size for sub in subsets], np.int64), widths,
                         self.x.numpy(), self.sums.numpy() if self.exact else np.empty((0, 2, 0)),
                         self.log_x.numpy() if log_eps is not None else np.empty((0, 0, 0), np.float32),
                         np.float32(log_eps or 0))
             _fused_kernel()
         else:
-            self.index = stream_index(batch_size, input_size, self.device)
+            self.index = stream_index(batch_size, input_size, self.device)[None, :]
+            if self.padded:  # each seed's own element numbers; its padding is zeroed after the draw
+                cols = torch.arange(input_size)
+                inside = cols[None, :] < torch.tensor(widths)[:, None]  # (seeds, input)
+                rows = torch.arange(batch_size)[None, :, None] * torch.tensor(widths)[:, None, None]
+                number = torch.where(inside[:, None, :], rows + cols + 1, 0).reshape(n, -1)
+                self.index = (number * _GOLDEN).to(self.device)
+                self.inside = inside[:, None, :].to(self.x.dtype).to(self.device)
             self.low = torch.tensor(low, device=self.device).reshape(-1, 1)
             self.span = torch.tensor(span, device=self.device).reshape(-1, 1)
             self.scratch = torch.empty(n, batch_size * input_size, dtype=torch.int64, device=self.device)
@@ -278,10 +293,12 @@ class BatchStream:
         import torch
 
         z, t = self.z, self.scratch
-        torch.add(_mix(self.mixed_keys + step)[:, None], self.index[None, :], out=z)
+        torch.add(_mix(self.mixed_keys + step)[:, None], self.index, out=z)
         for shift, mult in ((30, _MIX1), (27, _MIX2)):
             torch.bitwise_right_shift(z, shift, out=t)
             z.bitwise_xor_(t.bitwise_and_((1 << (64 - shift)) - 1)).mul_(mult)
         torch.bitwise_right_shift(z, 40, out=t)  # top 24 bits (the skipped last xor-shift does not touch them)
         x = self.x.view(len(z), -1)
         x.copy_(t.bitwise_and_((1 << 24) - 1)).mul_(1.0 / (1 << 24)).mul_(self.span).add_(self.low)
+        if self.padded:
+            self.x.mul_(self.inside)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, replace
 
-from reprobench.arith.data import OPERATIONS, subset_sizes
+from reprobench.arith.data import subset_sizes
 from reprobench.arith.thresholds import read as read_thresholds
 from reprobench.core.benchmark import Product, Targets
 from reprobench.core.errors import ConfigError
@@ -27,11 +27,13 @@ SETTING = ("experiment={experiment}/model={model}/operation={operation}/input_si
 DATASET = ("operation={operation}/input_size={input_size}/overlap={overlap}/subset={subset}"
            "/extrapolation={extrapolation}")  # what a success threshold depends on
 THRESHOLD = f"{ROOT}/thresholds/{DATASET}.json"
-THRESHOLD_LOG = f"{LOGS}/thresholds/{DATASET}.log"
 CURVE = f"{ROOT}/curves/{SETTING}/seed={{seed}}.parquet"
-TRAIN_LOG = f"{LOGS}/curves/{SETTING}.log"
-TRAIN_TIMING = f"{TIMINGS}/curves/{SETTING}.tsv"
-CHECKPOINT = f"{ROOT}/checkpoints/{SETTING}.pt"
+# A training job trains a pack of settings (Pack): one model and input size, the same number of steps.
+PACK = "model={model}/input_size={input_size}/hidden_size={hidden_size}/steps={steps}"
+TRAIN_LOG = f"{LOGS}/train/{PACK}.log"
+TRAIN_TIMING = f"{TIMINGS}/train/{PACK}.tsv"
+CHECKPOINT = f"{ROOT}/checkpoints/{PACK}.pt"
+THRESHOLDS_LOG = f"{LOGS}/thresholds.log"
 RUNS = f"{ROOT}/metrics/{{experiment}}.parquet"
 GROUPS = f"{ROOT}/metrics/{{experiment}}_groups.parquet"
 AGGREGATE_LOG = f"{LOGS}/metrics/{{experiment}}.log"
@@ -49,8 +51,6 @@ COMPARISON = f"{ROOT}/comparison.csv"
 COMPARISON_LOG = f"{LOGS}/comparison.log"
 # Files `reprobench inspect` checks with the reader that uses them (a pattern over absolute paths -> reader).
 READERS = {f"*/{ROOT}/thresholds/*.json": read_thresholds}
-
-NUMBER, RANGE = r"[0-9]+(\.[0-9]+)?", r"[0-9]+(\.[0-9]+)?_[0-9]+(\.[0-9]+)?"
 
 
 def fmt(x) -> str:
@@ -105,6 +105,73 @@ class Setting:
                    extrapolation=parse_range(keys["extrapolation"]))
 
 
+@dataclass(frozen=True)
+class Pack:
+    """The settings one training job trains together, as one batched model: they share the model and the number of
+    steps (and the input and hidden sizes, unless the config pads them: `input_size` is the largest). Each (setting,
+    seed) keeps its own curve file; a run that two experiments share (the sweeps' default point, the table's cell of
+    the sweeps' operation) is trained once and written to each of its files (its training does not depend on the
+    experiment).
+    """
+
+    model: str
+    input_size: int
+    iterations: int
+    settings: tuple[Setting, ...]
+    seeds: tuple[int, ...]  # N: seeds 0 .. N-1 of each setting, in `settings` order
+
+    def keys(self) -> dict[str, str]:
+        def span(values):
+            values = sorted(set(values))
+            return str(values[0]) if len(values) == 1 else f"{values[0]}to{values[-1]}"
+
+        return {"model": self.model, "input_size": span(s.input_size for s in self.settings),
+                "hidden_size": span(s.hidden_size for s in self.settings), "steps": str(self.iterations + 1)}
+
+    @property
+    def rule(self) -> str:
+        """The Snakemake rule name of this pack's job."""
+        k = self.keys()
+        return f"arith_train_{k['model']}_n{k['input_size']}_h{k['hidden_size']}_s{k['steps']}"
+
+    def path(self, pattern: str) -> str:
+        return pattern.format(**self.keys())
+
+    def outputs(self) -> list[tuple[Setting, int, str, int]]:
+        """(setting, seed, curve file, index of its run in `members()`) for every curve file, in a stable order."""
+        index, out = {}, {}
+        for setting, n in zip(self.settings, self.seeds):
+            run = replace(setting, experiment="")
+            for seed in range(n):
+                path = setting.curve_path(seed)
+                out.setdefault(path, (setting, seed, path, index.setdefault((run, seed), len(index))))
+        return list(out.values())
+
+    def curves(self) -> list[str]:
+        return [o[2] for o in self.outputs()]
+
+    def members(self) -> list[tuple[Setting, int]]:
+        """The distinct (setting, seed) runs the job trains (the setting of the first file that names the run)."""
+        runs: dict = {}
+        for setting, n in zip(self.settings, self.seeds):
+            for seed in range(n):
+                runs.setdefault((replace(setting, experiment=""), seed), (setting, seed))
+        return list(runs.values())
+
+    def to_json(self) -> str:
+        return json.dumps({"settings": [s.keys() for s in self.settings], "seeds": list(self.seeds),
+                           "iterations": self.iterations}, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Pack:
+        blob = json.loads(text)
+        settings = tuple(Setting.from_keys(k) for k in blob["settings"])
+        if not settings or len(settings) != len(blob["seeds"]) or len({s.model for s in settings}) != 1:
+            raise ValueError("a pack needs settings of one model, with one seed count each")
+        return cls(settings[0].model, max(s.input_size for s in settings), int(blob["iterations"]), settings,
+                   tuple(int(n) for n in blob["seeds"]))
+
+
 class Grid:
     """The runs of one `arith` config section, and the input functions its rules use."""
 
@@ -153,8 +220,29 @@ class Grid:
             return longer[setting.input_size]
         return int(self.cfg["sweeps"]["iterations"])
 
-    def models(self) -> list[str]:
-        return sorted({s.model for s in self.settings()})
+    def packs(self) -> list[Pack]:
+        """The training jobs: every setting of every experiment, grouped by model and steps, and by input and hidden
+        size where `packing` is `shape` (no padding: no extra work on a CPU). Padded packs (input and hidden sizes
+        zero-padded to the pack's largest, with exact masks) suit a GPU, where the padding is nearly free and the
+        step's kernel launches are shared; on a CPU they multiply the first layer's work (hidden 2 -> 10: 5x).
+        Either way a run computes the same function as alone; its bits differ from a run alone (or in another
+        batch) by the rounding of vectorised kernels, which depends on where an element falls in a tensor."""
+        padded = self.cfg["packing"] == "padded"
+        groups: dict = {}
+        for s in self.settings():
+            key = (s.model, self.iterations(s)) + (() if padded else (s.input_size, s.hidden_size))
+            groups.setdefault(key, []).append(s)
+        return [Pack(settings[0].model, max(s.input_size for s in settings), iterations, tuple(settings),
+                     tuple(len(self.seeds(s.experiment)) for s in settings))
+                for (_, iterations, *_), settings in groups.items()]
+
+    def datasets(self) -> list[dict]:
+        """The keys of every distinct success threshold (what THRESHOLD names), in a stable order."""
+        names = ("operation", "input_size", "overlap", "subset", "extrapolation")
+        return list({s.threshold_path(): {k: s.keys()[k] for k in names} for s in self.settings()}.values())
+
+    def thresholds(self) -> list[str]:
+        return [THRESHOLD.format(**d) for d in self.datasets()]
 
     # --- the registry's interface (reprobench.benchmarks) -------------------------------------------------------
     def check(self) -> None:
@@ -207,25 +295,11 @@ class Grid:
         return Targets(tables=[TABLE], figures=[FIGURE], comparisons=[COMPARISON])
 
     # --- for the rules ----------------------------------------------------------------------------------------------
-    def wildcards(self, experiments=EXPERIMENTS) -> dict[str, str]:
-        """Wildcard constraints of the arith rules: the values this config can produce."""
-        return {"experiment": "|".join(experiments), "model": "|".join(self.models()) or "|".join(MODELS),
-                "operation": "|".join(OPERATIONS), "input_size": r"[0-9]+", "hidden_size": r"[0-9]+",
-                "overlap": NUMBER, "subset": NUMBER, "interpolation": RANGE, "extrapolation": RANGE}
-
-    def get_setting(self, wildcards) -> Setting:
-        return Setting.from_keys(dict(wildcards.items()))
-
-    def get_iterations(self, wildcards) -> int:
-        return self.iterations(self.get_setting(wildcards))
-
-    def get_runtime(self, wildcards, attempt) -> int:
-        """Slurm minutes for one setting: all its seeds train together; more time on each retry."""
-        steps = self.get_iterations(wildcards) + 1
-        return int(15 + attempt * self.cfg["slurm_minutes_per_million_steps"] * steps / 1e6)
-
-    def get_seeds(self, wildcards) -> list[int]:
-        return self.seeds(wildcards.experiment)
+    def runtime(self, pack: Pack, attempt: int) -> int:
+        """Slurm minutes for one pack, more on each retry: slurm_minutes_per_million_steps per million steps of up to
+        1,000 runs (an estimate: a GPU step is launch-bound up to about that many), proportionally more beyond."""
+        scale = max(1.0, len(pack.members()) / 1000)
+        return int(15 + attempt * self.cfg["slurm_minutes_per_million_steps"] * (pack.iterations + 1) / 1e6 * scale)
 
     def get_curves(self, wildcards) -> list[str]:
         return self.curves(wildcards.experiment)

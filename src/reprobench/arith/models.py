@@ -73,75 +73,114 @@ def _matmul(x, w):
     return torch.bmm(x, w.transpose(1, 2))
 
 
-class Layer(nn.Module):
-    """One layer of `kind` for every seed; the tensors hold seeds along dimension 0."""
+def _padded(blocks, shape):
+    """Stack per-seed arrays of (out, in) sizes up to `shape`, zero-filled beyond each seed's own size."""
+    out = torch.zeros(len(blocks), *shape, dtype=torch.float64)
+    for i, block in enumerate(blocks):
+        out[i, :block.shape[0], :block.shape[1]] = block
+    return out
 
-    def __init__(self, kind: str, fan_in: int, fan_out: int, seeds_generators: list):
+
+class Layer(nn.Module):
+    """One layer of `kind` for every seed; the tensors hold seeds along dimension 0.
+
+    `fan_ins`/`fan_outs` give each seed's own size; a seed smaller than the largest is initialised at its own size
+    (the same draws as alone) and zero-padded, and a 0/1 `mask` buffer keeps its padding out of the model: the
+    masked effective weights (and NALU gate weights) are exactly zero, so padded units add exact zeros and get zero
+    gradients. Its outputs equal the unpadded seed's up to the summation order of a longer matrix product."""
+
+    def __init__(self, kind: str, fan_ins: list[int], fan_outs: list[int], seeds_generators: list):
         super().__init__()
         self.kind = kind
-        shape = (fan_out, fan_in)
+        shape = (max(fan_outs), max(fan_ins))
+        shapes = list(zip(fan_outs, fan_ins))
+        if len(set(shapes)) > 1:
+            mask = torch.zeros(len(shapes), *shape, dtype=torch.float64)
+            for i, (o, n) in enumerate(shapes):
+                mask[i, :o, :n] = 1
+            self.register_buffer("mask", mask)
+        else:
+            self.mask = None
         if kind in ("nac", "nac_mul", "nalu"):
-            r = nac_init_radius(fan_in, fan_out)
             w_hat, m_hat, g = [], [], []
-            for gen in seeds_generators:  # per-seed order: W^, M^, (G)
-                w_hat.append(_uniform(shape, r, gen))
-                m_hat.append(_uniform(shape, r, gen))
+            for gen, (fan_out, fan_in) in zip(seeds_generators, shapes):  # per-seed order: W^, M^, (G)
+                r = nac_init_radius(fan_in, fan_out)
+                w_hat.append(_uniform((fan_out, fan_in), r, gen))
+                m_hat.append(_uniform((fan_out, fan_in), r, gen))
                 if kind == "nalu":  # xavier_uniform with gain calculate_gain('sigmoid') = 1
-                    g.append(_uniform(shape, math.sqrt(6 / (fan_in + fan_out)), gen))
-            self.w_hat = nn.Parameter(torch.stack(w_hat))
-            self.m_hat = nn.Parameter(torch.stack(m_hat))
+                    g.append(_uniform((fan_out, fan_in), math.sqrt(6 / (fan_in + fan_out)), gen))
+            self.w_hat = nn.Parameter(_padded(w_hat, shape))
+            self.m_hat = nn.Parameter(_padded(m_hat, shape))
             if kind == "nalu":
-                self.gate = nn.Parameter(torch.stack(g))
-        elif kind == "linear":
-            bound = math.sqrt(6 / (fan_in + fan_out))  # xavier_uniform, gain 1; bias starts at zero
-            self.weight = nn.Parameter(torch.stack([_uniform(shape, bound, gen) for gen in seeds_generators]))
-            self.bias = nn.Parameter(torch.zeros(len(seeds_generators), fan_out, dtype=torch.float64))
+                self.gate = nn.Parameter(_padded(g, shape))
+        elif kind == "linear":  # xavier_uniform, gain 1; bias starts at zero
+            self.weight = nn.Parameter(_padded([_uniform((o, n), math.sqrt(6 / (n + o)), gen)
+                                                for gen, (o, n) in zip(seeds_generators, shapes)], shape))
+            self.bias = nn.Parameter(torch.zeros(len(seeds_generators), shape[0], dtype=torch.float64))
         else:
             raise ValueError(f"unknown layer kind '{kind}'")
 
-    def effective_weight(self):
+    def _param(self, name: str, members):
+        """A parameter of every seed, or of the seeds indexed by `members` (evaluation of a subset)."""
+        p = getattr(self, name)
+        return p if members is None else p[members]
+
+    def _masked(self, w, members):
+        if self.mask is None:
+            return w
+        return w * (self.mask if members is None else self.mask[members])
+
+    def effective_weight(self, members=None):
         """The weight matrix whose sparsity error is logged: W = tanh(W^) sig(M^), or the linear W."""
         if self.kind == "linear":
-            return self.weight
-        return torch.tanh(self.w_hat) * torch.sigmoid(self.m_hat)
+            return self._masked(self._param("weight", members), members)
+        w = torch.tanh(self._param("w_hat", members)) * torch.sigmoid(self._param("m_hat", members))
+        return self._masked(w, members)
 
     def needs_log(self) -> bool:
         return self.kind in ("nac_mul", "nalu")
 
-    def forward(self, x, log_x=None):
-        """`log_x`, if given, is log(|x| + EPS), computed by the caller (the training stream makes it in place)."""
+    def forward(self, x, log_x=None, members=None):
+        """`log_x`, if given, is log(|x| + EPS), computed by the caller (the training stream makes it in place);
+        `members` (an index tensor) evaluates only those seeds."""
+        w = self.effective_weight(members)
         if self.kind == "linear":
-            return _matmul(x, self.weight) + self.bias[:, None, :]
-        w = self.effective_weight()
+            return _matmul(x, w) + self._param("bias", members)[:, None, :]
         if self.kind == "nac":
             return _matmul(x, w)
         if log_x is None:
             log_x = torch.log(torch.abs(x) + EPS)
         if self.kind == "nac_mul":
             return torch.exp(_matmul(log_x, w))
-        gate = torch.sigmoid(_matmul(x, self.gate))  # input-dependent gate, no bias
+        # input-dependent gate, no bias
+        gate = torch.sigmoid(_matmul(x, self._masked(self._param("gate", members), members)))
         add = _matmul(x, w)
         mul = torch.exp(_matmul(log_x, w))  # same W as the additive path
         return gate * add + (1 - gate) * mul
 
 
 class BatchedNetwork(nn.Module):
-    """input -> layer 1 -> hidden -> layer 2 -> 1, for every seed at once."""
+    """input -> layer 1 -> hidden -> layer 2 -> 1, for every seed at once.
 
-    def __init__(self, model: str, input_size: int, hidden_size: int, seeds: list[int], dtype=torch.float32):
+    `input_size` and `hidden_size` are one size for every seed, or lists with each seed's own (padded to the largest,
+    see Layer)."""
+
+    def __init__(self, model: str, input_size, hidden_size, seeds: list[int], dtype=torch.float32):
         super().__init__()
         if model not in LAYERS:
             raise ValueError(f"unknown model '{model}' (known: {', '.join(LAYERS)})")
         kind1, kind2 = LAYERS[model]
+        inputs, hidden = ([size] * len(seeds) if isinstance(size, int) else list(size)
+                          for size in (input_size, hidden_size))
         generators = [torch_generator(s) for s in seeds]
-        self.layer1 = Layer(kind1, input_size, hidden_size, generators)
-        self.layer2 = Layer(kind2, hidden_size, 1, generators)
+        self.layer1 = Layer(kind1, inputs, hidden, generators)
+        self.layer2 = Layer(kind2, hidden, [1] * len(seeds), generators)
         self.to(dtype)
 
-    def forward(self, x, log_x=None):
+    def forward(self, x, log_x=None, members=None):
         """x: (seeds, batch, input) or a shared (batch, input), log_x optionally its log(|x| + EPS); returns
-        (seeds, batch)."""
-        return self.layer2(self.layer1(x, log_x))[..., 0]
+        (seeds, batch). `members` (an index tensor) evaluates only those seeds, each to the same bits."""
+        return self.layer2(self.layer1(x, log_x, members), None, members)[..., 0]
 
     @torch.no_grad()
     def sparsity_error(self):

@@ -1,4 +1,4 @@
-"""Batched training of every seed of one setting (specs/arith.md, section 3).
+"""Batched training of many runs at once: the seeds of one setting, or a pack of settings (specs/arith.md, section 3).
 
 Adam (lr 1e-3, defaults otherwise) on plain MSE, a fresh batch of 128 per step, iterations + 1 steps.
 Every `eval_every` steps, before that step's update, the validation (interpolation) and test
@@ -43,31 +43,57 @@ class TrainConfig:
         return getattr(torch, self.dtype)
 
 
-class SeedBatch:
-    """The data side of one setting for a list of seeds: subset masks, stream keys, fixed sets."""
+def _groups(values: list) -> dict:
+    """{value: [indices]} in first-seen order."""
+    out: dict = {}
+    for i, v in enumerate(values):
+        out.setdefault(v, []).append(i)
+    return out
 
-    def __init__(self, setting: Setting, seeds: list[int], cfg: TrainConfig, device):
-        draws = [data.dataset_rng(s, setting.input_size, setting.subset, setting.overlap) for s in seeds]
+
+class SeedBatch:
+    """The data side of a training job's members (one (setting, seed) each; a pack's settings share their model):
+    subset masks, stream keys, per-member operations, ranges and input sizes, fixed evaluation sets.
+
+    A member's batches, targets and evaluation sets do not depend on the other members: the stream is counter-based
+    per member, targets are elementwise, and each distinct range's fixed set is evaluated on just its members."""
+
+    def __init__(self, settings, seeds: list[int], cfg: TrainConfig, device):
+        settings = [settings] * len(seeds) if isinstance(settings, Setting) else list(settings)
+        first = settings[0]
+        if {s.model for s in settings} != {first.model}:
+            raise ValueError("the settings of one training job must share their model")
+        widths = [s.input_size for s in settings]
+        n = max(widths)  # a padded pack's members of smaller input sizes are zero-padded to the largest
+        draws = [data.dataset_rng(seed, s.input_size, s.subset, s.overlap) for s, seed in zip(settings, seeds)]
         self.subsets = [d[0] for d in draws]
-        self.masks = torch.tensor(data.subset_masks(self.subsets, setting.input_size), device=device)  # float64
+        self.masks = torch.tensor(data.subset_masks(self.subsets, n), device=device)  # float64
         self.keys = torch.tensor([d[1] for d in draws], dtype=torch.int64, device=device)
-        self.setting, self.cfg, self.device = setting, cfg, device
+        self.settings, self.setting, self.cfg, self.device = settings, first, cfg, device
+        ops = _groups([s.operation for s in settings])
+        self.operations = [(op, None if len(ops) == 1 else torch.tensor(idx, device=device))
+                           for op, idx in ops.items()]
         # the first layer's log(|x| + eps) made with the batch where the model takes it (float32 runs only)
-        logs = LAYERS[setting.model][0] == "nalu" and cfg.torch_dtype == torch.float32
+        logs = LAYERS[first.model][0] == "nalu" and cfg.torch_dtype == torch.float32
         # the numba kernel costs about 1 s of start-up (import and cached load) and saves 0.5 ms or more per step
         fused = torch.device(device).type == "cpu" and cfg.iterations + 1 >= FUSED_FROM
-        self.stream = data.BatchStream([d[1] for d in draws], cfg.batch_size, setting.input_size,
-                                       *setting.interpolation, self.subsets, device, fused=fused,
-                                       log_eps=EPS if logs else None)
+        self.stream = data.BatchStream([d[1] for d in draws], cfg.batch_size, n,
+                                       [s.interpolation[0] for s in settings],
+                                       [s.interpolation[1] for s in settings], self.subsets, device, fused=fused,
+                                       log_eps=EPS if logs else None, widths=widths)
         masks = self.masks.cpu().numpy()
-        self.eval_sets = {}
-        for split, fork_seed, size, (low, high) in (
-                ("valid", data.VALIDATION_FORK_SEED, cfg.validation_size, setting.interpolation),
-                ("test", data.TEST_FORK_SEED, cfg.test_size, setting.extrapolation)):
-            x = data.fixed_set(fork_seed, size, setting.input_size, low, high)
-            t = data.targets(x, masks, setting.operation)
-            self.eval_sets[split] = (torch.tensor(x, dtype=cfg.torch_dtype, device=device),
-                                     torch.tensor(t, dtype=cfg.torch_dtype, device=device))
+        self.eval_sets = {}  # split -> [(member index tensor or None for all, x, targets (members, samples))]
+        for split, fork_seed, size, attr in (("valid", data.VALIDATION_FORK_SEED, cfg.validation_size, "interpolation"),
+                                             ("test", data.TEST_FORK_SEED, cfg.test_size, "extrapolation")):
+            groups = _groups([(getattr(s, attr), s.input_size) for s in settings])
+            self.eval_sets[split] = []
+            for ((low, high), width), idx in groups.items():
+                x = data.fixed_set(fork_seed, size, width, low, high)  # each input size's own first draw
+                t = np.stack([data.targets(x, masks[i:i + 1, :, :width], settings[i].operation)[0] for i in idx])
+                x = np.pad(x, ((0, 0), (0, n - width)))
+                self.eval_sets[split].append((None if len(groups) == 1 else torch.tensor(idx, device=device),
+                                              torch.tensor(x, dtype=cfg.torch_dtype, device=device),
+                                              torch.tensor(t, dtype=cfg.torch_dtype, device=device)))
 
     @property
     def log_x(self):
@@ -75,20 +101,30 @@ class SeedBatch:
         return self.stream.log_x
 
     def batch(self, step: int):
-        """x (seeds, batch, input) and the targets, computed in float64 from x, in the run's dtype. x (and
+        """x (members, batch, input) and the targets, computed in float64 from x, in the run's dtype. x (and
         log_x) are buffers that the next call overwrites."""
-        x, ab = self.stream.next(step)  # reused buffers; ab: (seeds, 2, batch) float64 subset sums
-        t = data.apply_operation(self.setting.operation, ab[:, 0], ab[:, 1])
+        x, ab = self.stream.next(step)  # reused buffers; ab: (members, 2, batch) float64 subset sums
+        if self.operations[0][1] is None:
+            t = data.apply_operation(self.operations[0][0], ab[:, 0], ab[:, 1])
+        else:
+            t = torch.empty_like(ab[:, 0])
+            for op, idx in self.operations:
+                t[idx] = data.apply_operation(op, ab[idx, 0], ab[idx, 1])
         return x.to(self.cfg.torch_dtype), t.to(self.cfg.torch_dtype)
 
     def evaluate(self, net, split: str, chunk: int = 1000):
-        """(seeds,) MSE on a fixed set, in row chunks so that memory stays small for many seeds."""
-        x, t = self.eval_sets[split]
-        total = torch.zeros(t.shape[0], dtype=torch.float64, device=t.device)
-        for start in range(0, x.shape[0], chunk):
-            err = net(x[start:start + chunk]) - t[:, start:start + chunk]
-            total += (err.double() ** 2).sum(1)
-        return total / x.shape[0]
+        """(members,) MSE on the fixed sets, in row chunks so that memory stays small for many members."""
+        total = torch.zeros(len(self.settings), dtype=torch.float64, device=self.keys.device)
+        for idx, x, t in self.eval_sets[split]:
+            part = torch.zeros(t.shape[0], dtype=torch.float64, device=t.device)
+            for start in range(0, x.shape[0], chunk):
+                err = net(x[start:start + chunk], members=idx) - t[:, start:start + chunk]
+                part += (err.double() ** 2).sum(1)
+            if idx is None:
+                total = part
+            else:
+                total[idx] = part
+        return total / self.eval_sets[split][0][1].shape[0]
 
 
 class FusedAdam:
@@ -148,17 +184,28 @@ def _load_checkpoint(path: str | None, net, opt, identity: dict) -> State | None
 def train(setting: Setting, seeds: list[int], cfg: TrainConfig, device, checkpoint: str | None = None,
           checkpoint_every_s: float = 600.0, progress: bool = True) -> tuple[dict, State]:
     """Train all `seeds` of `setting` together; returns ({seed: curve columns}, final state)."""
+    columns, state = train_members([setting] * len(seeds), seeds, cfg, device, checkpoint, checkpoint_every_s,
+                                   progress)
+    return dict(zip(seeds, columns)), state
+
+
+def train_members(settings: list[Setting], seeds: list[int], cfg: TrainConfig, device, checkpoint: str | None = None,
+                  checkpoint_every_s: float = 600.0, progress: bool = True) -> tuple[list, State]:
+    """Train every member (settings[i], seeds[i]) in one batched model (one model; input and hidden sizes may differ,
+    padded with exact masks); returns ([curve columns per member], final state)."""
     torch_device = torch.device(device)
-    batch = SeedBatch(setting, seeds, cfg, torch_device)
-    net = BatchedNetwork(setting.model, setting.input_size, setting.hidden_size, seeds, cfg.torch_dtype)
+    batch = SeedBatch(settings, seeds, cfg, torch_device)
+    first = settings[0]
+    net = BatchedNetwork(first.model, [s.input_size for s in settings], [s.hidden_size for s in settings], seeds,
+                         cfg.torch_dtype)
     net = net.to(torch_device)
     opt = FusedAdam(net.parameters(), cfg.learning_rate)  # one kernel for all parameters
-    identity = {"setting": setting.record(), "seeds": list(seeds), "config": dataclasses.asdict(cfg)}
+    identity = {"settings": [s.record() for s in settings], "seeds": list(seeds), "config": dataclasses.asdict(cfg)}
     state = _load_checkpoint(checkpoint, net, opt, identity) or State(
         step=0, alive=np.ones(len(seeds), bool), ended_at=np.full(len(seeds), -1), records=[])
     nan_seen = torch.tensor(~state.alive if state.nan_seen is None else state.nan_seen, device=torch_device)
-    bar = Progress(cfg.iterations + 1 - state.step, f"{setting.model}/{setting.experiment} x{len(seeds)} seeds") \
-        if progress else None
+    label = f"{first.model} x{len(seeds)} runs of {len(set(settings))} settings"
+    bar = Progress(cfg.iterations + 1 - state.step, label) if progress else None
     last_save, since = time.monotonic(), state.step
 
     for step in range(state.step, cfg.iterations + 1):
@@ -202,12 +249,12 @@ def train(setting: Setting, seeds: list[int], cfg: TrainConfig, device, checkpoi
     return _curves(seeds, state), state
 
 
-def _curves(seeds: list[int], state: State) -> dict:
-    """Per-seed tidy columns from the batched records, keeping only the steps where the seed was alive."""
-    out = {}
+def _curves(seeds: list[int], state: State) -> list:
+    """Per-member tidy columns from the batched records, keeping only the steps where the member was alive."""
+    out = []
     for i, seed in enumerate(seeds):
         rows = [(step, split, metric, float(values[i])) for step, split, metric, values, mask in state.records
                 if mask[i]]
-        out[seed] = {"seed": [seed] * len(rows), "step": [r[0] for r in rows], "split": [r[1] for r in rows],
-                     "metric": [r[2] for r in rows], "value": [r[3] for r in rows]}
+        out.append({"seed": [seed] * len(rows), "step": [r[0] for r in rows], "split": [r[1] for r in rows],
+                    "metric": [r[2] for r in rows], "value": [r[3] for r in rows]})
     return out
