@@ -180,7 +180,7 @@ def test_a_training_process_killed_by_sigkill_resumes_to_the_same_curves(tmp_pat
 
     from reprobench.core.curves import read_curve
 
-    pack = Pack("nalu", 20, 1500, (SETTING,), (2,))  # seeds 0 and 1; the curves go to the grid's paths
+    pack = Pack(1500, (SETTING,), (2,))  # seeds 0 and 1; the curves go to the grid's paths
 
     def command(checkpoint):
         return [sys.executable, "-m", "reprobench", "arith", "train", "--pack", pack.to_json(), "--batch-size", "128",

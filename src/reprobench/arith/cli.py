@@ -107,9 +107,9 @@ def cmd_train(args) -> None:
         ended = int(state.ended_at[i])
         record = curves.provenance(
             paper=PAPER.id, experiment=setting.experiment, model=setting.model, setting=setting.record(), seed=seed,
-            scale=args.scale, variant="all", config=cfg.__dict__ | {"runs_in_job": len(members)}, pack=pack.keys(),
-            device=describe(device), status="nan" if ended >= 0 else "completed", nan_found_at_step=ended,
-            **timer.fields())
+            scale=args.scale, variant="all", pack=pack.keys(), device=describe(device),
+            config=cfg.__dict__ | {"runs_in_job": len(members), "files_in_job": len(outputs)},
+            status="nan" if ended >= 0 else "completed", nan_found_at_step=ended, **timer.fields())
         curves.write_curve(columns[i], path, record)
     checkpoints.remove(args.checkpoint)
     log(f"done in {timer.wall_s:.1f} s; {int((state.ended_at >= 0).sum())} of {len(members)} runs ended by NaN")

@@ -28,7 +28,8 @@ DATASET = ("operation={operation}/input_size={input_size}/overlap={overlap}/subs
            "/extrapolation={extrapolation}")  # what a success threshold depends on
 THRESHOLD = f"{ROOT}/thresholds/{DATASET}.json"
 CURVE = f"{ROOT}/curves/{SETTING}/seed={{seed}}.parquet"
-# A training job trains a pack of settings (Pack): one model and input size, the same number of steps.
+# A training job trains a pack of settings (Pack): one model, the same number of steps (input and hidden sizes: the
+# pack's range of them).
 PACK = "model={model}/input_size={input_size}/hidden_size={hidden_size}/steps={steps}"
 TRAIN_LOG = f"{LOGS}/train/{PACK}.log"
 TRAIN_TIMING = f"{TIMINGS}/train/{PACK}.tsv"
@@ -114,11 +115,18 @@ class Pack:
     experiment).
     """
 
-    model: str
-    input_size: int
     iterations: int
     settings: tuple[Setting, ...]
     seeds: tuple[int, ...]  # N: seeds 0 .. N-1 of each setting, in `settings` order
+
+    @property
+    def model(self) -> str:
+        return self.settings[0].model
+
+    @property
+    def input_size(self) -> int:
+        """The largest input size (the padded width)."""
+        return max(s.input_size for s in self.settings)
 
     def keys(self) -> dict[str, str]:
         def span(values):
@@ -153,9 +161,8 @@ class Pack:
     def members(self) -> list[tuple[Setting, int]]:
         """The distinct (setting, seed) runs the job trains (the setting of the first file that names the run)."""
         runs: dict = {}
-        for setting, n in zip(self.settings, self.seeds):
-            for seed in range(n):
-                runs.setdefault((replace(setting, experiment=""), seed), (setting, seed))
+        for setting, seed, _, i in self.outputs():
+            runs.setdefault(i, (setting, seed))
         return list(runs.values())
 
     def to_json(self) -> str:
@@ -168,8 +175,7 @@ class Pack:
         settings = tuple(Setting.from_keys(k) for k in blob["settings"])
         if not settings or len(settings) != len(blob["seeds"]) or len({s.model for s in settings}) != 1:
             raise ValueError("a pack needs settings of one model, with one seed count each")
-        return cls(settings[0].model, max(s.input_size for s in settings), int(blob["iterations"]), settings,
-                   tuple(int(n) for n in blob["seeds"]))
+        return cls(int(blob["iterations"]), settings, tuple(int(n) for n in blob["seeds"]))
 
 
 class Grid:
@@ -232,8 +238,7 @@ class Grid:
         for s in self.settings():
             key = (s.model, self.iterations(s)) + (() if padded else (s.input_size, s.hidden_size))
             groups.setdefault(key, []).append(s)
-        return [Pack(settings[0].model, max(s.input_size for s in settings), iterations, tuple(settings),
-                     tuple(len(self.seeds(s.experiment)) for s in settings))
+        return [Pack(iterations, tuple(settings), tuple(len(self.seeds(s.experiment)) for s in settings))
                 for (_, iterations, *_), settings in groups.items()]
 
     def datasets(self) -> list[dict]:
@@ -297,8 +302,9 @@ class Grid:
     # --- for the rules ----------------------------------------------------------------------------------------------
     def runtime(self, pack: Pack, attempt: int) -> int:
         """Slurm minutes for one pack, more on each retry: slurm_minutes_per_million_steps per million steps of up to
-        1,000 runs (an estimate: a GPU step is launch-bound up to about that many), proportionally more beyond."""
-        scale = max(1.0, len(pack.members()) / 1000)
+        1,000 runs at input size 100, proportionally more for more batch elements (an estimate: on a GPU a big pack's
+        step is bound by the memory traffic of its batches, README "arith speed")."""
+        scale = max(1.0, len(pack.members()) * pack.input_size / 100_000)
         return int(15 + attempt * self.cfg["slurm_minutes_per_million_steps"] * (pack.iterations + 1) / 1e6 * scale)
 
     def get_curves(self, wildcards) -> list[str]:

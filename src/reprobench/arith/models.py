@@ -179,7 +179,8 @@ class BatchedNetwork(nn.Module):
 
     def forward(self, x, log_x=None, members=None):
         """x: (seeds, batch, input) or a shared (batch, input), log_x optionally its log(|x| + EPS); returns
-        (seeds, batch). `members` (an index tensor) evaluates only those seeds, each to the same bits."""
+        (seeds, batch). `members` (an index tensor) evaluates only those seeds (the same function; the last bits
+        may differ, as with any other batch around a seed)."""
         return self.layer2(self.layer1(x, log_x, members), None, members)[..., 0]
 
     @torch.no_grad()

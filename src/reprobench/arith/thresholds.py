@@ -60,7 +60,7 @@ def thresholds(operation: str, input_size: int, subset: float, overlap: float, e
 
 
 def read(path: str) -> dict:
-    """{'faithful': ..., 'corrected': ...} from a threshold file written by `reprobench arith prepare-threshold`;
+    """{'faithful': ..., 'corrected': ...} from a threshold file written by `reprobench arith prepare-thresholds`;
     a clear error names a missing, corrupt or foreign file."""
 
     try:

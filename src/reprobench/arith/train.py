@@ -67,9 +67,8 @@ class SeedBatch:
         n = max(widths)  # a padded pack's members of smaller input sizes are zero-padded to the largest
         draws = [data.dataset_rng(seed, s.input_size, s.subset, s.overlap) for s, seed in zip(settings, seeds)]
         self.subsets = [d[0] for d in draws]
-        self.masks = torch.tensor(data.subset_masks(self.subsets, n), device=device)  # float64
         self.keys = torch.tensor([d[1] for d in draws], dtype=torch.int64, device=device)
-        self.settings, self.setting, self.cfg, self.device = settings, first, cfg, device
+        self.settings, self.cfg, self.device = settings, cfg, device
         ops = _groups([s.operation for s in settings])
         self.operations = [(op, None if len(ops) == 1 else torch.tensor(idx, device=device))
                            for op, idx in ops.items()]
@@ -81,7 +80,7 @@ class SeedBatch:
                                        [s.interpolation[0] for s in settings],
                                        [s.interpolation[1] for s in settings], self.subsets, device, fused=fused,
                                        log_eps=EPS if logs else None, widths=widths)
-        masks = self.masks.cpu().numpy()
+        masks = data.subset_masks(self.subsets, n)  # (members, 2, n) 0/1, for the fixed sets' targets
         self.eval_sets = {}  # split -> [(member index tensor or None for all, x, targets (members, samples))]
         for split, fork_seed, size, attr in (("valid", data.VALIDATION_FORK_SEED, cfg.validation_size, "interpolation"),
                                              ("test", data.TEST_FORK_SEED, cfg.test_size, "extrapolation")):
@@ -114,7 +113,7 @@ class SeedBatch:
 
     def evaluate(self, net, split: str, chunk: int = 1000):
         """(members,) MSE on the fixed sets, in row chunks so that memory stays small for many members."""
-        total = torch.zeros(len(self.settings), dtype=torch.float64, device=self.keys.device)
+        total = torch.zeros(len(self.settings), dtype=torch.float64, device=self.device)
         for idx, x, t in self.eval_sets[split]:
             part = torch.zeros(t.shape[0], dtype=torch.float64, device=t.device)
             for start in range(0, x.shape[0], chunk):

@@ -80,8 +80,9 @@ def summarise(path: str, readers: dict[str, Callable] | None = None) -> tuple[di
         info["devices"].add(meta.get("device", "-"))
         info["versions"].add(meta.get("package_version", "?"))
         config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
-        # a batched job's wall time is shared by the seeds trained together
-        info["wall_s"] += float(meta.get("wall_time_s", 0.0)) / max(1, int(config.get("seeds_in_batch", 1)))
+        # a batched job's wall time is shared by the curve files it wrote (older arith files: seeds_in_batch)
+        shared = config.get("files_in_job", config.get("seeds_in_batch", 1))
+        info["wall_s"] += float(meta.get("wall_time_s", 0.0)) / max(1, int(shared))
         info["last"] = max(info["last"], str(meta.get("end", meta.get("made", ""))))
     return groups, bad, temporary
 
