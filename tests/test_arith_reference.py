@@ -65,9 +65,10 @@ def _bits(values) -> list[str]:
     return [f"{int(b):016x}" for b in np.asarray(values, dtype=np.float64).view(np.uint64)]
 
 
-def compute(name: str, fused: bool | None = None) -> dict:
+def compute(name: str, fused: bool | None = None, cuda_step: str = "eager") -> dict:
     """Everything stored for one case, computed by the trainer under test (the batches drawn by the numba kernel
-    or by in-place torch ops, where `fused` says)."""
+    or by in-place torch ops, where `fused` says; with `cuda_step` "graph", the step that CUDA captures once, run
+    eagerly with its step number in a tensor)."""
     setting, seeds, dtype = CASES[name]
     cfg = _config(dtype)
     device = torch.device("cpu")
@@ -86,7 +87,7 @@ def compute(name: str, fused: bool | None = None) -> dict:
     if fused is not None:
         trainer.FUSED_FROM = 0 if fused else 10**12
     try:
-        curves, state = trainer.train(setting, seeds, cfg, device, progress=False)
+        curves, state = trainer.train(setting, seeds, cfg, device, progress=False, cuda_step=cuda_step)
     finally:
         trainer.BatchedNetwork.__init__ = real_init
         torch.set_num_threads(threads)
@@ -107,10 +108,11 @@ def reference() -> dict:
     return json.loads(REFERENCE.read_text())
 
 
-@pytest.mark.parametrize("fused", [True, False], ids=["numba", "torch-ops"])
+@pytest.mark.parametrize("fused, cuda_step", [(True, "eager"), (False, "eager"), (False, "graph")],
+                         ids=["numba", "torch-ops", "graph-step"])
 @pytest.mark.parametrize("name", list(CASES))
-def test_trainer_reproduces_the_stored_curves_bit_for_bit(reference, name, fused):
-    got, want = compute(name, fused), reference[name]
+def test_trainer_reproduces_the_stored_curves_bit_for_bit(reference, name, fused, cuda_step):
+    got, want = compute(name, fused, cuda_step), reference[name]
     assert got["batches"] == want["batches"], "training batches differ"
     for seed, curve in want["curves"].items():
         for key in ("step", "split", "metric"):

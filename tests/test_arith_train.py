@@ -186,7 +186,7 @@ def test_a_training_process_killed_by_sigkill_resumes_to_the_same_curves(tmp_pat
         return [sys.executable, "-m", "reprobench", "arith", "train", "--pack", pack.to_json(), "--batch-size", "128",
                 "--learning-rate", "0.001", "--eval-every", "100", "--validation-size", "500", "--test-size", "500",
                 "--device", "cpu", "--threads", "1", "--scale", "small", "--checkpoint", str(checkpoint),
-                "--checkpoint-minutes", "0.0001"]
+                "--checkpoint-minutes", "0.0001", "--cuda-step", "eager"]
 
     for folder in ("full", "killed"):
         (tmp_path / folder).mkdir()
@@ -207,3 +207,29 @@ def test_a_training_process_killed_by_sigkill_resumes_to_the_same_curves(tmp_pat
         assert full.equals(resumed)
     assert not ckpt.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["full", "killed"]
 
+
+
+@pytest.mark.parametrize("cuda_step", ["eager", "graph"])
+def test_a_training_step_has_no_host_sync(cuda_step):
+    """No training step makes the host wait for the device (counted on the CPU as the tensor calls that would sync
+    on a GPU): the trainer syncs only at evaluations."""
+    from reprobench.core.hostsync import HostSyncs
+
+    run = trainer.Steps([SETTING, SETTING], [0, 1], CFG, "cpu", cuda_step=cuda_step)
+    run.step(1)
+    with HostSyncs() as syncs:
+        for step in (2, 3, 4):
+            run.step(step)
+    assert syncs.count == 0, syncs.points
+
+
+def test_the_graph_and_compiled_steps_train_as_the_eager_step():
+    """The steps that CUDA captures once (their step number read from a tensor; the stream's torch ops, or its
+    integer hash compiled by torch.compile with the exact subset sums as one product), run on the CPU, give the
+    default trainer's curves bit for bit (the numba stream from FUSED_FROM steps on)."""
+    cfg = trainer.TrainConfig(iterations=trainer.FUSED_FROM, eval_every=500, validation_size=200, test_size=200,
+                              **PAPER)
+    default, _ = trainer.train(SETTING, [0, 3], cfg, "cpu", progress=False)
+    for cuda_step in ("graph", "compiled"):
+        other, _ = trainer.train(SETTING, [0, 3], cfg, "cpu", progress=False, cuda_step=cuda_step)
+        assert other == default, cuda_step

@@ -73,12 +73,14 @@ for _pack in ARITH.packs():
             scale=config["scale"],
             checkpoint=_pack.path(arith.CHECKPOINT),
             checkpoint_minutes=config["arith"]["checkpoint_minutes"],
+            cuda_step=config["arith"]["cuda_step"],
         shell:
             "python -m reprobench arith train --pack {params.pack:q} --batch-size {params.batch_size:q} "
             "--learning-rate {params.learning_rate:q} --eval-every {params.eval_every:q} "
             "--validation-size {params.validation_size:q} --test-size {params.test_size:q} "
             "--device {params.device:q} --threads {threads} --scale {params.scale:q} "
-            "--checkpoint {params.checkpoint:q} --checkpoint-minutes {params.checkpoint_minutes:q} 2> {log:q}"
+            "--checkpoint {params.checkpoint:q} --checkpoint-minutes {params.checkpoint_minutes:q} --cuda-step {params.cuda_step:q} "
+            "2> {log:q}"
 
 
 # The command passes the grid keys the curve list depends on (JSON of Grid.curve_keys), not the paths: at paper scale

@@ -27,6 +27,9 @@ def register(sub) -> None:
     for name, kind in (("batch-size", int), ("learning-rate", float), ("eval-every", int),
                        ("validation-size", int), ("test-size", int)):
         t.add_argument(f"--{name}", type=kind, required=True)
+    t.add_argument("--cuda-step", required=True, choices=["eager", "graph", "compiled"],
+                   help="on CUDA: eager kernels, the step replayed as one CUDA graph, or that with the batch stream "
+                        "compiled into one kernel (config arith.cuda_step)")
     add_training_options(t, checkpoint=True)
     t.set_defaults(func=cmd_train)
 
@@ -102,13 +105,15 @@ def cmd_train(args) -> None:
         f"distinct runs on {describe(device)}, {cfg}")
     with Timer() as timer:
         columns, state = train_members([m[0] for m in members], [m[1] for m in members], cfg, device,
-                                       checkpoint=args.checkpoint, checkpoint_every_s=60 * args.checkpoint_minutes)
+                                       checkpoint=args.checkpoint, checkpoint_every_s=60 * args.checkpoint_minutes,
+                                       cuda_step=args.cuda_step)
     for setting, seed, path, i in outputs:
         ended = int(state.ended_at[i])
         record = curves.provenance(
             paper=PAPER.id, experiment=setting.experiment, model=setting.model, setting=setting.record(), seed=seed,
             scale=args.scale, variant="all", pack=pack.keys(), device=describe(device),
-            config=cfg.__dict__ | {"runs_in_job": len(members), "files_in_job": len(outputs)},
+            config=cfg.__dict__ | {"runs_in_job": len(members), "files_in_job": len(outputs),
+                                   "cuda_step": args.cuda_step if device.type == "cuda" else "cpu"},
             status="nan" if ended >= 0 else "completed", nan_found_at_step=ended, **timer.fields())
         curves.write_curve(columns[i], path, record)
     checkpoints.remove(args.checkpoint)

@@ -139,6 +139,15 @@ def uniform_stream(keys, step: int, batch_size: int, input_size: int, low, high,
     return low + (high - low) * u
 
 
+def hash24(state, index):
+    """The top 24 bits of splitmix64 at `state[:, None] + index` (int64; the stream's integer part). Integer
+    arithmetic only, so any compiler gives these bits; the float conversion is left to the caller."""
+    z = state[:, None] + index
+    for shift, mult in ((30, _MIX1), (27, _MIX2)):
+        z = (z ^ _srl(z, shift)) * mult
+    return _srl(z, 40)  # the skipped last xor-shift of splitmix64 does not touch the top 24 bits
+
+
 def stream_index(batch_size: int, input_size: int, device=None):
     import torch
 
@@ -225,13 +234,16 @@ class BatchStream:
     then holds torch.log(torch.abs(x) + log_eps), bit for bit (the models' first log). On a CPU one numba kernel
     draws x, sums the subsets and shifts |x| in one pass (the sums where `sums_are_exact`, else the masked sum of
     the trainer before, in torch); on other devices the same splitmix64 runs as a dozen in-place int64 torch ops
-    (no host sync). The returned tensors are overwritten by the next call.
+    (no host sync), or with `compiled`, as one kernel that torch.compile makes of `hash24` (integer arithmetic: the
+    same bits; about a fifth of the memory traffic on a GPU); there the exact sums are one float64 batched product
+    (any order gives their bits). The returned tensors are overwritten by the next call.
 
     `widths` gives each seed's own input size where they differ (a padded pack): seed s's x is its own stream in
     columns [0, widths[s]) and exactly zero beyond, up to `input_size`, the largest."""
 
     def __init__(self, keys: list[int], batch_size: int, input_size: int, low, high, subsets: list[Subsets],
-                 device=None, fused: bool | None = None, log_eps: float | None = None, widths=None):
+                 device=None, fused: bool | None = None, log_eps: float | None = None, widths=None,
+                 compiled: bool = False):
         import torch
 
         self.device = torch.device(device or "cpu")
@@ -272,6 +284,7 @@ class BatchStream:
             self.span = torch.tensor(span, device=self.device).reshape(-1, 1)
             self.scratch = torch.empty(n, batch_size * input_size, dtype=torch.int64, device=self.device)
             self.z = torch.empty_like(self.scratch)
+            self.hash = torch.compile(hash24, dynamic=False) if compiled else None
 
     def next(self, step: int):
         """(x, sums) of training step `step`."""
@@ -285,7 +298,11 @@ class BatchStream:
             self._draw_in_place(step)
             if self.log_x is not None:
                 torch.abs(self.x, out=self.log_x).add_(self.log_eps).log_()
-        if not (self.fused and self.exact):
+        if self.fused and self.exact:
+            pass  # the kernel wrote them
+        elif self.exact and self.hash is not None:
+            torch.bmm(self.masks, self.x.double().transpose(1, 2), out=self.sums)
+        else:
             self.sums.copy_((self.x.double()[:, None, :, :] * self.masks[:, :, None, :]).sum(-1))
         return self.x, self.sums
 
@@ -293,12 +310,17 @@ class BatchStream:
         import torch
 
         z, t = self.z, self.scratch
-        torch.add(_mix(self.mixed_keys + step)[:, None], self.index, out=z)
-        for shift, mult in ((30, _MIX1), (27, _MIX2)):
-            torch.bitwise_right_shift(z, shift, out=t)
-            z.bitwise_xor_(t.bitwise_and_((1 << (64 - shift)) - 1)).mul_(mult)
-        torch.bitwise_right_shift(z, 40, out=t)  # top 24 bits (the skipped last xor-shift does not touch them)
+        state = _mix(self.mixed_keys + step)
+        if self.hash is not None:
+            t = self.hash(state, self.index)
+        else:
+            torch.add(state[:, None], self.index, out=z)
+            for shift, mult in ((30, _MIX1), (27, _MIX2)):
+                torch.bitwise_right_shift(z, shift, out=t)
+                z.bitwise_xor_(t.bitwise_and_((1 << (64 - shift)) - 1)).mul_(mult)
+            torch.bitwise_right_shift(z, 40, out=t)  # top 24 bits (the skipped last xor-shift does not touch them)
+            t.bitwise_and_((1 << 24) - 1)
         x = self.x.view(len(z), -1)
-        x.copy_(t.bitwise_and_((1 << 24) - 1)).mul_(1.0 / (1 << 24)).mul_(self.span).add_(self.low)
+        x.copy_(t).mul_(1.0 / (1 << 24)).mul_(self.span).add_(self.low)
         if self.padded:
             self.x.mul_(self.inside)

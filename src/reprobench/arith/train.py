@@ -58,7 +58,8 @@ class SeedBatch:
     A member's batches, targets and evaluation sets do not depend on the other members: the stream is counter-based
     per member, targets are elementwise, and each distinct range's fixed set is evaluated on just its members."""
 
-    def __init__(self, settings, seeds: list[int], cfg: TrainConfig, device):
+    def __init__(self, settings, seeds: list[int], cfg: TrainConfig, device, fused: bool | None = None,
+                 compiled: bool = False):
         settings = [settings] * len(seeds) if isinstance(settings, Setting) else list(settings)
         first = settings[0]
         if {s.model for s in settings} != {first.model}:
@@ -75,11 +76,12 @@ class SeedBatch:
         # the first layer's log(|x| + eps) made with the batch where the model takes it (float32 runs only)
         logs = LAYERS[first.model][0] == "nalu" and cfg.torch_dtype == torch.float32
         # the numba kernel costs about 1 s of start-up (import and cached load) and saves 0.5 ms or more per step
-        fused = torch.device(device).type == "cpu" and cfg.iterations + 1 >= FUSED_FROM
+        if fused is None:
+            fused = torch.device(device).type == "cpu" and cfg.iterations + 1 >= FUSED_FROM
         self.stream = data.BatchStream([d[1] for d in draws], cfg.batch_size, n,
                                        [s.interpolation[0] for s in settings],
                                        [s.interpolation[1] for s in settings], self.subsets, device, fused=fused,
-                                       log_eps=EPS if logs else None, widths=widths)
+                                       log_eps=EPS if logs else None, widths=widths, compiled=compiled)
         masks = data.subset_masks(self.subsets, n)  # (members, 2, n) 0/1, for the fixed sets' targets
         self.eval_sets = {}  # split -> [(member index tensor or None for all, x, targets (members, samples))]
         for split, fork_seed, size, attr in (("valid", data.VALIDATION_FORK_SEED, cfg.validation_size, "interpolation"),
@@ -181,36 +183,99 @@ def _load_checkpoint(path: str | None, net, opt, identity: dict) -> State | None
 
 
 def train(setting: Setting, seeds: list[int], cfg: TrainConfig, device, checkpoint: str | None = None,
-          checkpoint_every_s: float = 600.0, progress: bool = True) -> tuple[dict, State]:
+          checkpoint_every_s: float = 600.0, progress: bool = True, cuda_step: str = "eager") -> tuple[dict, State]:
     """Train all `seeds` of `setting` together; returns ({seed: curve columns}, final state)."""
     columns, state = train_members([setting] * len(seeds), seeds, cfg, device, checkpoint, checkpoint_every_s,
-                                   progress)
+                                   progress, cuda_step)
     return dict(zip(seeds, columns)), state
 
 
+CUDA_STEPS = ("eager", "graph", "compiled")
+
+
+class Steps:
+    """One pack's batched model, optimiser and data; `step(step)` takes optimiser step `step` and returns each member's
+    loss on its batch (before the update), with no host sync.
+
+    `cuda_step` "graph": the step reads its number from a device tensor (`step_t`, set before each step), so that one
+    captured step serves every step: on CUDA, after `WARMUP` eager steps on a side stream, the step is captured once
+    as a CUDA graph and replayed (one launch instead of about 117 kernels; the same kernels, so the same bits). The
+    batches are then always drawn by the stream's torch ops (the numba kernel is a host call). "compiled": the same,
+    with the stream's integer hash compiled into one kernel (`data.hash24`; the same bits, less memory traffic). On a
+    CPU the same functions run eagerly: tests/test_arith_train.py and test_arith_reference.py check them bit for
+    bit."""
+
+    WARMUP = 3
+
+    def __init__(self, settings: list[Setting], seeds: list[int], cfg: TrainConfig, device, cuda_step: str = "eager"):
+        if cuda_step not in CUDA_STEPS:
+            raise ValueError(f"cuda_step '{cuda_step}' is not one of {', '.join(CUDA_STEPS)}")
+        cuda_graph = cuda_step != "eager"
+        self.device = torch.device(device)
+        self.data = SeedBatch(settings, seeds, cfg, self.device, fused=False if cuda_graph else None,
+                              compiled=cuda_step == "compiled")
+        self.net = BatchedNetwork(settings[0].model, [s.input_size for s in settings],
+                                  [s.hidden_size for s in settings], seeds, cfg.torch_dtype).to(self.device)
+        self.opt = FusedAdam(self.net.parameters(), cfg.learning_rate)  # one kernel for all parameters
+        self.nan_seen = torch.zeros(len(seeds), dtype=torch.bool, device=self.device)
+        self.step_t = torch.zeros((), dtype=torch.int64, device=self.device) if cuda_graph else None
+        self.graph = self.graph_out = None
+        self.eager_steps = 0
+        if cuda_graph and self.device.type == "cuda":
+            self.side = torch.cuda.Stream(self.device)
+
+    def _step(self, step):
+        x, t = self.data.batch(step)
+        per_seed = ((self.net(x, self.data.log_x) - t) ** 2).mean(1)
+        self.nan_seen |= torch.isnan(per_seed)
+        loss = torch.where(self.nan_seen, torch.zeros_like(per_seed), per_seed).sum()  # each seed's own gradient
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        return per_seed.detach()
+
+    def step(self, step: int):
+        if self.step_t is None:
+            return self._step(step)
+        self.step_t.fill_(step)
+        if self.device.type != "cuda":
+            return self._step(self.step_t)
+        if self.graph is None and self.eager_steps >= self.WARMUP:
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.graph_out = self._step(self.step_t)
+        if self.graph is not None:
+            self.graph.replay()
+            return self.graph_out
+        # warm-up (lazy initialisations before the capture) on a side stream, as torch's CUDA graph notes advise
+        self.side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(self.side):
+            out = self._step(self.step_t)
+        torch.cuda.current_stream(self.device).wait_stream(self.side)
+        self.eager_steps += 1
+        return out
+
+
 def train_members(settings: list[Setting], seeds: list[int], cfg: TrainConfig, device, checkpoint: str | None = None,
-                  checkpoint_every_s: float = 600.0, progress: bool = True) -> tuple[list, State]:
+                  checkpoint_every_s: float = 600.0, progress: bool = True,
+                  cuda_step: str = "eager") -> tuple[list, State]:
     """Train every member (settings[i], seeds[i]) in one batched model (one model; input and hidden sizes may differ,
-    padded with exact masks); returns ([curve columns per member], final state)."""
-    torch_device = torch.device(device)
-    batch = SeedBatch(settings, seeds, cfg, torch_device)
+    padded with exact masks); returns ([curve columns per member], final state). `cuda_step`: see `Steps`."""
+    run = Steps(settings, seeds, cfg, device, cuda_step)
+    batch, net, opt = run.data, run.net, run.opt
     first = settings[0]
-    net = BatchedNetwork(first.model, [s.input_size for s in settings], [s.hidden_size for s in settings], seeds,
-                         cfg.torch_dtype)
-    net = net.to(torch_device)
-    opt = FusedAdam(net.parameters(), cfg.learning_rate)  # one kernel for all parameters
     identity = {"settings": [s.record() for s in settings], "seeds": list(seeds), "config": dataclasses.asdict(cfg)}
     state = _load_checkpoint(checkpoint, net, opt, identity) or State(
         step=0, alive=np.ones(len(seeds), bool), ended_at=np.full(len(seeds), -1), records=[])
-    nan_seen = torch.tensor(~state.alive if state.nan_seen is None else state.nan_seen, device=torch_device)
+    run.nan_seen.copy_(torch.tensor(~state.alive if state.nan_seen is None else state.nan_seen))
     label = f"{first.model} x{len(seeds)} runs of {len(set(settings))} settings"
     bar = Progress(cfg.iterations + 1 - state.step, label) if progress else None
     last_save, since = time.monotonic(), state.step
 
     for step in range(state.step, cfg.iterations + 1):
         evaluate = step % cfg.eval_every == 0
-        if evaluate:
-            newly = nan_seen.cpu().numpy() & state.alive
+        if evaluate:  # the only host syncs: once per evaluation
+            newly = run.nan_seen.cpu().numpy() & state.alive
             state.ended_at[newly] = step
             state.alive &= ~newly
             if not state.alive.any():
@@ -221,21 +286,14 @@ def train_members(settings: list[Setting], seeds: list[int], cfg: TrainConfig, d
                     state.records.append((step, split, "mse", mse.cpu().numpy(), state.alive.copy()))
                 state.records.append((step, "weights", "sparsity_error", net.sparsity_error().double().cpu().numpy(),
                                       state.alive.copy()))
-        x, t = batch.batch(step)
-        per_seed = ((net(x, batch.log_x) - t) ** 2).mean(1)
-        nan_seen |= torch.isnan(per_seed)
-        loss = torch.where(nan_seen, torch.zeros_like(per_seed), per_seed).sum()  # each seed's own gradient
+        per_seed = run.step(step)
         if evaluate:
-            state.records.append((step, "train", "loss", per_seed.detach().double().cpu().numpy(), state.alive.copy()))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        if evaluate:
+            state.records.append((step, "train", "loss", per_seed.double().cpu().numpy(), state.alive.copy()))
             if bar is not None:
                 bar.update(step + 1 - since, f"alive {int(state.alive.sum())}/{len(seeds)}")
                 since = step + 1
             if checkpoint and time.monotonic() - last_save >= checkpoint_every_s:
-                state.step, state.nan_seen = step + 1, nan_seen.cpu().numpy()
+                state.step, state.nan_seen = step + 1, run.nan_seen.cpu().numpy()
                 checkpoints.save(checkpoint, identity, model=net.state_dict(), optimizer=opt.state_dict(),
                                  state=dataclasses.asdict(state))
                 last_save = time.monotonic()
