@@ -264,3 +264,27 @@ def test_learns_a_contextual_bandit():
         hits.append(hit.mean())
     assert agent.updates == 15
     assert np.mean(hits[:16]) < 0.25 and np.mean(hits[-80:]) > 0.7
+
+
+def test_sampling_draws_what_multinomial_draws():
+    agent, g = tiny(), torch.Generator().manual_seed(1)
+    agent.sampler.manual_seed(7)
+    reference = torch.Generator().manual_seed(7)
+    for scale in (0.1, 1.0, 10.0):
+        probs = torch.softmax(scale * torch.randn(64, 18, generator=g), -1)
+        assert torch.equal(agent._sample(probs), torch.multinomial(probs, 1, generator=reference))
+    assert torch.equal(agent.sampler.get_state(), reference.get_state())
+
+
+def test_no_host_syncs_in_the_update_and_one_per_agent_step():
+    """The update reads nothing back; an agent step reads only its actions (the emulators need them on the host)."""
+    from reprobench.core.hostsync import HostSyncs
+
+    agent, rng = tiny(), np.random.default_rng(0)
+    drive(agent, rng, 2 * T + 1)  # two updates: the optimiser's state exists
+    with HostSyncs() as syncs:
+        agent._update(torch.as_tensor(frames(rng)))
+    assert syncs.count == 0, syncs.points
+    with HostSyncs() as syncs:
+        drive(agent, rng, 2)  # steps 2 and 3 of a rollout: no update
+    assert syncs.count == 2 and all(" act (cpu)" in point for point in syncs.points), syncs.points

@@ -30,3 +30,15 @@ def test_does_not_count_device_side_work():
         len(x)  # the shape, not the data
         torch.nan_to_num(y).clamp_(0, 5)
     assert syncs.count == 0, syncs.points
+
+
+def test_torch_optims_host_side_step_counts_are_not_counted():
+    """torch.optim.Adam reads its step counts (CPU tensors even when the parameters are on a GPU): no device sync."""
+    weight = torch.nn.Parameter(torch.ones(3))
+    opt = torch.optim.Adam([weight], lr=0.1)
+    for _ in range(2):
+        with HostSyncs() as syncs:
+            opt.zero_grad()
+            (weight ** 2).sum().backward()
+            opt.step()
+        assert syncs.count == 0, syncs.points

@@ -19,6 +19,11 @@ chooses the action for obs_t (with the updated weights) and opens the next step 
 
 Randomness comes from one torch.Generator per agent on its device (action sampling and minibatch shuffles) and a
 CPU generator for the initialisation, both seeded by `seed`: CPU runs are bit-identical for a seed.
+
+Host synchronisation on an accelerator: an agent step waits for the device once, to read the actions the emulators
+need; the observations and rewards go up through pinned memory without waiting, the actions are sampled without
+torch.multinomial's validity checks (two reads), and the update reads nothing back (torch.optim.Adam's step counts
+live on the host). The CPU results are the same bits as with torch.multinomial (tests/test_amtlb_ppo.py).
 """
 
 from __future__ import annotations
@@ -65,7 +70,8 @@ class NatureCNN(nn.Module):
 
     def forward(self, obs: Tensor) -> tuple[Tensor, Tensor]:
         """(B, 4, 84, 84) uint8 -> logits (B, n_actions), values (B,)."""
-        hidden = self.trunk(obs.contiguous(memory_format=torch.channels_last).float() / 255.0)
+        # in the weights' dtype: float32, or float64 where the GPU check compares devices
+        hidden = self.trunk(obs.contiguous(memory_format=torch.channels_last).to(self.critic.weight.dtype) / 255.0)
         return self.actor(hidden), self.critic(hidden).squeeze(-1)
 
 
@@ -163,25 +169,41 @@ class PPO(Architecture):
 
     # -- the API ------------------------------------------------------------------------------------------------------
     def act(self, observations: np.ndarray, rewards: np.ndarray, episode_starts: np.ndarray) -> np.ndarray:
-        obs = torch.as_tensor(observations, device=self.device)
+        obs = self._upload(observations)
         if self.step > 0:  # the outcome of the previous call's actions
             t = self.step - 1
-            self.rewards[t] = torch.as_tensor(np.sign(rewards), dtype=torch.float32, device=self.device)
-            self.dones[t] = torch.as_tensor(episode_starts, dtype=torch.float32, device=self.device)
+            outcome = self._upload(np.stack([np.sign(rewards), episode_starts]), self.rewards.dtype)
+            self.rewards[t], self.dones[t] = outcome[0], outcome[1]
             if self.step == self.num_steps:
                 self._update(obs)
                 self.step = 0
         with torch.no_grad():
             logits, value = self.net(obs)
             log_probs = torch.log_softmax(logits, -1)
-            action = torch.multinomial(log_probs.exp(), 1, generator=self.sampler)
+            action = self._sample(log_probs.exp())
             s = self.step
             self.obs[s] = obs
             self.actions[s] = action.squeeze(-1)
             self.logprobs[s] = log_probs.gather(-1, action).squeeze(-1)
             self.values[s] = value
         self.step += 1
-        return action.squeeze(-1).cpu().numpy()
+        return action.squeeze(-1).cpu().numpy()  # the agent step's one wait: the emulators need the actions
+
+    def _upload(self, array: np.ndarray, dtype: torch.dtype | None = None) -> Tensor:
+        """`array` on the device. On an accelerator through pinned memory without waiting: a copy from pageable memory
+        makes the host wait for the device's queue."""
+        host = torch.as_tensor(array, dtype=dtype)
+        return host if self.device.type == "cpu" else host.pin_memory().to(self.device, non_blocking=True)
+
+    def _sample(self, probs: Tensor) -> Tensor:
+        """One action per row of `probs` (B, 1): what torch.multinomial(probs, 1) draws, bit for bit (its one-sample
+        path: the argmax of probs / q, q ~ Exp(1) from the same generator), without its two validity checks that
+        read the device."""
+        return (probs / torch.empty_like(probs).exponential_(1, generator=self.sampler)).argmax(-1, keepdim=True)
+
+    def _order(self, n: int) -> Tensor:
+        """A minibatch shuffle of the rollout's n samples (a method: the GPU check replays the CPU's)."""
+        return torch.randperm(n, generator=self.sampler, device=self.device)
 
     def _update(self, next_obs: Tensor) -> None:
         with torch.no_grad():
@@ -195,7 +217,7 @@ class PPO(Architecture):
         b_actions, b_logprobs = self.actions.reshape(-1), self.logprobs.reshape(-1)
         b_advantages, b_returns, b_values = advantages.reshape(-1), returns.reshape(-1), self.values.reshape(-1)
         for _ in range(self.update_epochs):
-            order = torch.randperm(batch, generator=self.sampler, device=self.device)
+            order = self._order(batch)
             for start in range(0, batch, size):
                 idx = order[start:start + size]
                 logits, values = self.net(b_obs[idx])

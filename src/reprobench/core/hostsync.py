@@ -9,7 +9,8 @@ step can cost more than the step. `HostSyncs` counts them two ways:
   the host wait on an accelerator: reading a value (`item`, `bool`, `int`, `float`, `tolist`, `numpy`, `__array__`),
   a copy to the host (`cpu`, `to` a CPU device from another), and the ops whose output size depends on the data
   (`nonzero`, `argwhere`, `masked_select`, `unique`, one-argument `where`, indexing with a bool tensor,
-  `repeat_interleave` without `output_size`). A `.cpu().numpy()` on one line is one sync.
+  `repeat_interleave` without `output_size`). A `.cpu().numpy()` on one line is one sync. Reads made by torch.optim
+  itself are not counted: its step counts stay on the host whatever the parameters' device (no device sync).
 
 Each sync is named by the innermost frame outside torch and this module ("path:line function (call)"), so a test can
 say which line syncs. Counting slows code down: time without it.
@@ -28,6 +29,7 @@ from torch.overrides import TorchFunctionMode
 
 READS = {"item", "tolist", "numpy", "__array__", "__bool__", "__int__", "__float__", "__index__", "__len__"}
 DATA_SIZED = {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "_unique", "_unique2"}
+_OPTIM = str(Path(torch.__file__).parent / "optim")
 _SKIP = (str(Path(torch.__file__).parent), __file__, "<frozen ", str(Path(warnings.__file__)))
 
 
@@ -98,7 +100,7 @@ class HostSyncs(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = _name(func)
-        if _syncs(name, args, kwargs):
+        if _syncs(name, args, kwargs) and not (name in READS and _OPTIM in sys._getframe(1).f_code.co_filename):
             frame = _caller()
             where = f"{_short(frame.filename)}:{frame.lineno} {frame.name}" if frame else "?"
             if name == "numpy" and self._last == (where, "cpu"):
