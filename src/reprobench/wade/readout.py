@@ -17,11 +17,19 @@ import math
 import torch
 
 
-def standardisation(train_x: torch.Tensor):
-    """(mean, scale) over samples: train_x (models, samples, features) -> (models, features) each."""
-    x = train_x.double()
-    mean = x.mean(1)
-    scale = x.var(1, unbiased=False).sqrt()
+def standardisation(train_x: torch.Tensor, max_elements: int = 2**28):
+    """(mean, scale) over samples: train_x (models, samples, features) -> (models, features) each.
+
+    A few models at a time, so that the float64 copy stays under `max_elements` (2 GiB; Incremental periodic's 64
+    rules would need 63 GiB at once). Each model's reduction is the same whichever models share the call."""
+    per_call = max(1, max_elements // max(1, train_x.shape[1] * train_x.shape[2]))
+    means, scales = [], []
+    for m in range(0, train_x.shape[0], per_call):
+        x = train_x[m:m + per_call].double()
+        means.append(x.mean(1))
+        scales.append(x.var(1, unbiased=False).sqrt())
+        del x
+    mean, scale = (means[0], scales[0]) if len(means) == 1 else (torch.cat(means), torch.cat(scales))
     scale = torch.where(scale == 0, torch.ones_like(scale), scale)
     return mean, scale
 
@@ -32,12 +40,13 @@ def checkpoint_schedule(n_samples: int, chunk: int = 8) -> list[tuple[int, int]]
 
 
 def fit_and_score(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor,
-                  classes: list[int], lr: float = 1e-3, alpha: float = 1e-3, chunk: int = 8,
+                  classes: list[int] | torch.Tensor, lr: float = 1e-3, alpha: float = 1e-3, chunk: int = 8,
                   score_block: int = 64, dtype=torch.float64, score_dtype=torch.float32) -> torch.Tensor:
     """Test accuracy at every checkpoint, (models, checkpoints).
 
     train_x (models, n, features) and test_x (models, m, features): any numeric dtype (binary uint8 is fine);
-    train_y (n,), test_y (m,): class labels shared by all models; `classes`: the labels seen in training.
+    train_y (n,), test_y (m,): class labels shared by all models; `classes`: the labels seen in training (a list, or
+    a tensor already on the device, which saves an upload: a host sync on a GPU).
     The SGD runs in `dtype`; checkpoints are scored in `score_dtype` (float32 holds 0/1 features exactly; a
     logit within float32 rounding of 0 may then be classified differently than in float64).
     """
@@ -45,12 +54,12 @@ def fit_and_score(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Te
     device = train_x.device
     mean, scale = standardisation(train_x)
     mean, scale = mean.to(dtype), scale.to(dtype)
-    classes_t = torch.tensor(classes, device=device)
+    classes_t = classes if isinstance(classes, torch.Tensor) else torch.tensor(classes, device=device)
     binary = len(classes) == 2
     problems = 1 if binary else len(classes)
     # y in {-1, +1} per sample and problem
     if binary:
-        signs = torch.where(train_y == classes[1], 1.0, -1.0).to(dtype)[:, None]
+        signs = torch.where(train_y == classes_t[1], 1.0, -1.0).to(dtype)[:, None]
     else:
         signs = torch.where(train_y[:, None] == classes_t[None, :], 1.0, -1.0).to(dtype)
     w = torch.zeros((models, problems, features), dtype=dtype, device=device)
@@ -72,7 +81,8 @@ def fit_and_score(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Te
             predicted = torch.where(logits[..., 0] > 0, classes_t[1], classes_t[0])
         else:
             predicted = classes_t[logits.argmax(-1)]
-        accuracies[:, block_index] = (predicted == test_y[None, None, :]).double().mean(-1)
+        # the block's checkpoints are consecutive: a slice, not a list index (uploaded, a host sync on a GPU)
+        accuracies[:, block_index[0]:block_index[-1] + 1] = (predicted == test_y[None, None, :]).double().mean(-1)
         block_w.clear(), block_b.clear(), block_index.clear()
 
     for k, (start, stop) in enumerate(schedule):

@@ -5,11 +5,14 @@ length go through the reservoir together (no padding); every sequence starts fro
 items of all sequences are pooled and shuffled (sample level) before the single pass of the readout.
 For ReCA, every CA rule of a run shares the data, the projection and the sample order, and is evolved in
 one tensor; rules are processed in chunks to bound memory.
+
+The items' layout (which rows and positions, in which order) is computed on the host and sent to the device once
+per run, so a chunk on a GPU waits on the host only for its accuracy curves.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -20,59 +23,110 @@ from reprobench.wade.esn import EchoStateNetwork
 from reprobench.wade.tasks import Dataset
 
 
+@dataclass
+class Items:
+    """The supervised items of one split on the device: the split's sequences sorted by length (stable, so each
+    length group is a block of rows in dataset order), zero-padded; per group (first row, end row, length,
+    first item, end item); each item's row in its group and the position whose features predict it; `order` from
+    the grouped items to the output order; the targets in that order (on the device and on the host)."""
+
+    tokens: torch.Tensor
+    groups: list[tuple[int, int, int, int, int]]
+    rows: torch.Tensor
+    positions: torch.Tensor
+    order: torch.Tensor
+    targets: torch.Tensor
+    host_targets: np.ndarray
+
+    @classmethod
+    def of(cls, dataset: Dataset, train: bool, device, permutation: np.ndarray | None = None) -> Items:
+        """Items in sequence order (each sequence's items in mask order), then reordered by `permutation`."""
+        split = np.flatnonzero(dataset.train == train)
+        lengths = np.array([len(dataset.tokens[i]) for i in split])
+        rank = np.argsort(lengths, kind="stable")
+        ranked, lengths = split[rank], lengths[rank]
+        tokens = np.zeros((len(ranked), lengths[-1]), dtype=np.int64)
+        for row, i in enumerate(ranked):
+            tokens[row, : lengths[row]] = dataset.tokens[i]
+        starts = np.flatnonzero(np.diff(lengths, prepend=-1))  # the first row of each length group
+        ends = np.append(starts[1:], len(ranked))
+        n_items = np.array([len(dataset.masks[i]) for i in ranked])
+        item = np.concatenate([[0], np.cumsum(n_items)])  # each row's first item
+        groups = [(int(a), int(b), int(lengths[a]), int(item[a]), int(item[b])) for a, b in zip(starts, ends)]
+        row = np.repeat(np.arange(len(ranked)), n_items)
+        local_row = row - np.repeat(starts, ends - starts)[row]
+        positions = np.concatenate([dataset.masks[i] - 1 for i in ranked])
+        targets = np.concatenate([dataset.tokens[i][dataset.masks[i]] for i in ranked])
+        # back to the dataset's sequence order, so that the result does not depend on the grouping
+        order = np.argsort(ranked[row], kind="stable")
+        if permutation is not None:
+            order = order[permutation]
+        # one upload per array: each blocking copy to a GPU is a host sync
+        index = torch.tensor(np.stack([local_row, positions, order]), device=device)
+        targets = targets[order]
+        return cls(torch.tensor(tokens, device=device), groups, index[0], index[1], index[2],
+                   torch.tensor(targets, device=device), targets)
+
+    def features(self, feature_fn) -> torch.Tensor:
+        """(models, items, F): `feature_fn` on each length group, at the items' positions, in the output order."""
+        feats = [feature_fn(self.tokens[a:b, :length])[:, self.rows[i:j], self.positions[i:j]]
+                 for a, b, length, i, j in self.groups]
+        return (feats[0] if len(feats) == 1 else torch.cat(feats, 1))[:, self.order]
+
+
 def supervised_items(dataset: Dataset, feature_fn, train: bool, device) -> tuple[torch.Tensor, torch.Tensor]:
     """(features (models, items, F), targets (items,)) over the train or test sequences, in sequence order."""
-    by_length = defaultdict(list)
-    for i in np.flatnonzero(dataset.train == train):
-        by_length[len(dataset.tokens[i])].append(i)
-    feats, targets, order = [], [], []
-    for length in sorted(by_length):
-        idx = by_length[length]
-        tokens = torch.tensor(np.stack([dataset.tokens[i] for i in idx]), device=device)
-        f = feature_fn(tokens)  # (models, batch, length, F)
-        for row, i in enumerate(idx):
-            positions = torch.tensor(dataset.masks[i] - 1, device=device)
-            feats.append(f[:, row, positions])
-            targets.append(tokens[row, positions + 1])
-            order.append(i)
-    # restore the dataset's sequence order so the result does not depend on the grouping
-    sequence_order = np.argsort(np.repeat(order, [len(dataset.masks[i]) for i in order]), kind="stable")
-    x = torch.cat(feats, 1)[:, torch.tensor(sequence_order, device=device)]
-    y = torch.cat(targets)[torch.tensor(sequence_order, device=device)]
-    return x, y
+    items = Items.of(dataset, train, device)
+    return items.features(feature_fn), items.targets
 
 
-def run(dataset: Dataset, model: str, seed: int, rules: list[int] | None = None, rules_per_chunk: int | None = None,
-        device="cpu", chunk: int = 8, score_block: int = 64) -> dict:
-    """{rule (or 'esn'): test-accuracy curve (numpy)} for one seed's data; ReCA evolves `rules_per_chunk` rules
-    at a time (config wade.rules_per_chunk)."""
+def prepare(dataset: Dataset, model: str, seed: int, rules: list[int] | None = None,
+            rules_per_chunk: int | None = None, device="cpu"):
+    """What a run's chunks share: (train Items in the readout's sample order, test Items, the classes seen in
+    training (on the device), [(keys, make)]) where `make()` returns a chunk's feature function."""
     device = torch.device(device)
     rng = np.random.RandomState(seed)
     vocab = len(dataset.vocabulary)
     if model == "reca":
         projection = torch.tensor(reca.one_to_one_projection(vocab, rng), device=device)
-        groups = [rules[i:i + rules_per_chunk] for i in range(0, len(rules), rules_per_chunk)]
-        make = [lambda g=g: (lambda tokens: reca.features(tokens, projection, torch.tensor(g, device=device)))
-                for g in groups]
-        names = groups
+
+        def make_reca(group):
+            numbers = torch.tensor(group, device=device)  # once per chunk, not per length group
+            return lambda tokens: reca.features(tokens, projection, numbers)
+
+        chunks = [(group, lambda g=group: make_reca(g))
+                  for group in (rules[i:i + rules_per_chunk] for i in range(0, len(rules), rules_per_chunk))]
     elif model == "esn":
         esn = EchoStateNetwork(vocab, torch.Generator().manual_seed(seed)).to(device)
-        make, names = [lambda: (lambda tokens: esn.features(tokens).unsqueeze(0))], [["esn"]]
+        chunks = [(["esn"], lambda: (lambda tokens: esn.features(tokens).unsqueeze(0)))]
     else:
         raise ValueError(f"unknown reservoir '{model}' (reca or esn)")
     n_train = int(sum(len(m) for m, t in zip(dataset.masks, dataset.train) if t))
-    permutation = torch.tensor(rng.permutation(n_train), device=device)
+    train = Items.of(dataset, True, device, permutation=rng.permutation(n_train))
+    test = Items.of(dataset, False, device)
+    classes = sorted(set(train.host_targets.tolist()))  # the readout knows only classes seen in training
+    return train, test, torch.tensor(classes, device=device), chunks
+
+
+def chunk_curves(train: Items, test: Items, classes: torch.Tensor, feature_fn, **readout_options) -> torch.Tensor:
+    """Test-accuracy curves (models, checkpoints) of one chunk of reservoirs: features at the supervised items, then
+    the readout (readout.fit_and_score and its options). On the device, without a host sync."""
+    return readout.fit_and_score(train.features(feature_fn), train.targets, test.features(feature_fn), test.targets,
+                                 classes, **readout_options)
+
+
+def run(dataset: Dataset, model: str, seed: int, rules: list[int] | None = None, rules_per_chunk: int | None = None,
+        device="cpu", chunk: int = 8, score_block: int = 64, score_dtype=torch.float32) -> dict:
+    """{rule (or 'esn'): test-accuracy curve (numpy)} for one seed's data; ReCA evolves `rules_per_chunk` rules
+    at a time (config wade.rules_per_chunk). `score_dtype`: readout.fit_and_score's."""
+    train, test, classes, chunks = prepare(dataset, model, seed, rules, rules_per_chunk, device)
     curves = {}
-    bar = Progress(sum(map(len, names)), f"{model} task {dataset.task_id} seed {seed}")
-    for feature_fn_factory, keys in zip(make, names):
-        fn = feature_fn_factory()
-        xtr, ytr = supervised_items(dataset, fn, True, device)
-        xte, yte = supervised_items(dataset, fn, False, device)
-        xtr, ytr = xtr[:, permutation], ytr[permutation]
-        classes = sorted(set(ytr.tolist()))  # the readout knows only classes seen in training
-        acc = readout.fit_and_score(xtr, ytr, xte, yte, classes, chunk=chunk, score_block=score_block)
+    bar = Progress(sum(len(keys) for keys, _ in chunks), f"{model} task {dataset.task_id} seed {seed}")
+    for keys, make in chunks:
+        acc = chunk_curves(train, test, classes, make(), chunk=chunk, score_block=score_block,
+                           score_dtype=score_dtype).cpu().numpy()  # the run's only wait on the device
         for k, key in enumerate(keys):
-            curves[key] = acc[k].cpu().numpy()
+            curves[key] = acc[k]
         bar.update(len(keys))
     bar.close()
     return curves

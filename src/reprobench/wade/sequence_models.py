@@ -40,7 +40,7 @@ class Recurrent(nn.Module):
         self.out = nn.Linear(hidden, vocab_size)
 
     def forward(self, tokens: torch.Tensor, padding: torch.Tensor | None = None) -> torch.Tensor:
-        x = nn.functional.one_hot(tokens, self.vocab_size).float()
+        x = nn.functional.one_hot(tokens, self.vocab_size).to(self.out.weight.dtype)
         return self.out(self.rnn(x)[0])  # causal: padding after a sequence cannot reach it
 
 
@@ -101,6 +101,25 @@ def _pad(sequences: list[np.ndarray], device):
     return tokens, padding
 
 
+class Sequences:
+    """Every sequence of a dataset on the device, uploaded once (each blocking upload to a GPU is a host sync):
+    zero-padded to the longest with its padding mask, and every supervised position in one flat tensor. A batch is
+    then sliced on the device, equal to `_pad` of its sequences."""
+
+    def __init__(self, dataset: Dataset, device):
+        self.lengths = np.array([len(t) for t in dataset.tokens])
+        tokens, padding = _pad(dataset.tokens, "cpu")
+        self.tokens, self.padding = tokens.to(device), padding.to(device)
+        self.first = np.concatenate([[0], np.cumsum([len(m) for m in dataset.masks])])  # each sequence's first item
+        self.positions = torch.tensor(np.concatenate(dataset.masks), device=device)
+
+    def batch(self, idx: np.ndarray, rows: torch.Tensor):
+        """(tokens, padding, [supervised positions per sequence]) of sequences `idx`; `rows`: `idx` on the device."""
+        length = int(self.lengths[idx].max())
+        return (self.tokens[rows, :length], self.padding[rows, :length],
+                [self.positions[self.first[i]:self.first[i + 1]] for i in idx])
+
+
 def _test_groups(dataset: Dataset, device):
     """Test sequences grouped by length (no padding): (tokens, row index, position) of every supervised item."""
     groups = {}
@@ -116,47 +135,71 @@ def _test_groups(dataset: Dataset, device):
 
 
 @torch.no_grad()
-def accuracy(net: nn.Module, groups) -> float:
+def accuracy(net: nn.Module, groups) -> torch.Tensor:
+    """Test accuracy over every supervised test item, a float64 tensor on the device (no host sync)."""
     net.eval()
-    correct = total = 0
+    correct, total = 0, 0
     for tokens, rows, positions in groups:
         logits = net(tokens)
         predicted = logits[rows, positions - 1].argmax(-1)
-        correct += int((predicted == tokens[rows, positions]).sum())
+        correct = correct + (predicted == tokens[rows, positions]).sum()
         total += len(positions)
     net.train()
-    return correct / total
+    return correct.double() / total  # as Python's int / int: both exact in float64, one rounding
+
+
+def train_step(net: nn.Module, opt: torch.optim.Optimizer, tokens: torch.Tensor, padding: torch.Tensor,
+               positions: list[torch.Tensor]) -> torch.Tensor:
+    """One optimiser step on a padded batch: each sequence's mean cross-entropy over its supervised positions,
+    summed. Returns the loss (on the device)."""
+    logits = net(tokens, padding)
+    loss = 0.0
+    for row, p in enumerate(positions):
+        loss = loss + nn.functional.cross_entropy(logits[row, p - 1], tokens[row, p])
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return loss.detach()
+
+
+class Training:
+    """One run, a step at a time: `train` drives it; benchmarks/gpu_parts/wade.py times its steps. `dtype`: the
+    model's (float64 for the GPU check's comparison with the CPU)."""
+
+    def __init__(self, dataset: Dataset, model: str, seed: int, config: str, epochs: int, device="cpu",
+                 dtype=torch.float32):
+        device = torch.device(device)
+        torch.manual_seed(seed)
+        self.net = build(model, len(dataset.vocabulary), config).to(device, dtype)
+        self.opt = torch.optim.Adam(self.net.parameters(), lr=1e-3)
+        rng = np.random.RandomState(seed)
+        train_idx = np.flatnonzero(dataset.train)
+        self.order = np.concatenate([rng.permutation(train_idx) for _ in range(epochs)])
+        self.steps = len(self.order) // BATCH
+        self.data, self.rows = Sequences(dataset, device), torch.tensor(self.order, device=device)
+        self.groups = _test_groups(dataset, device)
+        self.curve = torch.empty(self.steps, dtype=torch.float64, device=device)  # read back once, at the end
+
+    def step(self, k: int) -> torch.Tensor:
+        """Optimiser step k (sequences 8k .. 8k + 7 of the order), then the test accuracy into curve[k]; returns the
+        step's loss. No host sync."""
+        batch = slice(k * BATCH, (k + 1) * BATCH)
+        loss = train_step(self.net, self.opt, *self.data.batch(self.order[batch], self.rows[batch]))
+        self.curve[k] = accuracy(self.net, self.groups)
+        return loss
 
 
 def train(dataset: Dataset, model: str, seed: int, config: str, epochs: int, device="cpu",
           max_steps: int | None = None) -> np.ndarray:
     """Test accuracy after every optimiser step: floor(epochs * n_train / 8) values (or max_steps)."""
-    device = torch.device(device)
-    torch.manual_seed(seed)
-    net = build(model, len(dataset.vocabulary), config).to(device)
-    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-    rng = np.random.RandomState(seed)
-    train_idx = np.flatnonzero(dataset.train)
-    order = np.concatenate([rng.permutation(train_idx) for _ in range(epochs)])
-    steps = len(order) // BATCH if max_steps is None else min(max_steps, len(order) // BATCH)
-    groups = _test_groups(dataset, device)
-    curve = np.empty(steps)
+    run = Training(dataset, model, seed, config, epochs, device)
+    steps = run.steps if max_steps is None else min(max_steps, run.steps)
     bar = Progress(steps, f"{model}/{config} task {dataset.task_id} seed {seed}")
     for k in range(steps):
-        idx = order[k * BATCH:(k + 1) * BATCH]
-        tokens, padding = _pad([dataset.tokens[i] for i in idx], device)
-        logits = net(tokens, padding)
-        loss = 0.0
-        for row, i in enumerate(idx):  # each sequence's mean over its supervised positions, summed
-            positions = torch.as_tensor(dataset.masks[i], device=device)
-            loss = loss + nn.functional.cross_entropy(logits[row, positions - 1], tokens[row, positions])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        curve[k] = accuracy(net, groups)
+        run.step(k)
         bar.update(1)
     bar.close()
-    return curve
+    return run.curve[:steps].cpu().numpy()
 
 
 def n_parameters(net: nn.Module) -> int:
