@@ -77,7 +77,8 @@ def run_part(name: str, args) -> None:
         from gpu_parts import Context
         from reprobench.core.device import choose_device
 
-        device = choose_device(args.device, args.threads)
+        # --quick on a CPU: one torch thread (tiny ops on several threads of a shared CPU wait on each other)
+        device = choose_device(args.device, args.threads or (1 if args.quick and args.device == "cpu" else None))
         cap = QUICK_CAP_S * 0.6 if args.quick else CAPS_S[name]
         module = importlib.import_module(f"gpu_parts.{name}")
         row |= module.check(Context(device, args.quick, cap, started))
