@@ -6,15 +6,20 @@
 One step (specs/calm.md 3.2, 3.6): forward on a (T, b) window from the carried, detached hidden state, PoE
 combination sum_i w_i z_i with a detached weight vector w, cross-entropy, backward, gradient-norm clipping to 1.0
 separately per expert, one Adam step (lr 1e-3) over all experts' parameters.
-(a) batched: reprobench.calm.models.ExpertLSTMs (stacked parameters, one batched recurrence, per-expert clipping
-    done on the stacked gradients);
+(a) batched: reprobench.calm.models.ExpertLSTMs (stacked parameters, per-expert clipping done on the stacked
+    gradients), once with each of its recurrences: "unrolled" (one autograd node per layer: one batched matmul per
+    step for all experts, the recurrent weight gradient of the window in one matmul after the backward loop; torch's
+    fused LSTM-cell kernel on CUDA), "per_expert" (torch's own LSTM per expert: oneDNN's on a CPU) and "autograd"
+    (every step's ops recorded, the recurrent weight gradient summed step by step: the path before);
 (b) loop: N separate LSTMLMs as the reference runs them, clip_grad_norm_ per module.
-Both start from the same parameters. Dropout 0.2 (train mode) for the timing; a dropout-0 float64 run of a few steps
-first checks that (a) and (b) end with the same parameters. Prints tokens/s (T x b per step) and the ratio.
+All start from the same parameters. Dropout 0.2 (train mode) for the timing; a dropout-0 float64 run of a few steps
+first checks that each (a) ends with the parameters of (b). Prints tokens/s (T x b per step) and each (a)'s ratio to
+(b), from one run in which all take turns step by step; ExpertLSTMs' default ("auto") runs "unrolled" on a GPU and,
+on a CPU, "per_expert" from H = 100 ("autograd" below).
 
 With --estimate it also prints a FLOP-count estimate of the GPU-hours of the paper's Table 1 grid (13 models,
 2 datasets x 2 lambdas, 10 seeds) at an assumed sustained throughput, and the time one news-10k PoE-30 run would
-take at the throughput (a) measured here.
+take at the throughput measured here for the recurrence ExpertLSTMs runs by default ("auto").
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from reprobench.calm.models import LSTMLM, ExpertLSTMs, detach_hidden, poe_logits
+from reprobench.calm.models import LSTMLM, ExpertLSTMs, auto_recurrence, detach_hidden, poe_logits
 from reprobench.core.device import choose_device, describe
 
 EMSIZE, NLAYERS, LR, CLIP = 200, 2, 1e-3, 1.0
@@ -52,8 +57,8 @@ def clip_per_expert_(params, max_norm: float) -> torch.Tensor:
 
 
 class Batched:
-    def __init__(self, modules: list[LSTMLM], w: torch.Tensor, batch: int):
-        self.model = ExpertLSTMs.from_modules(modules).train()
+    def __init__(self, modules: list[LSTMLM], w: torch.Tensor, batch: int, recurrence: str = "unrolled"):
+        self.model = ExpertLSTMs.from_modules(modules, recurrence).train()
         self.opt = torch.optim.Adam(self.model.parameters(), lr=LR)
         self.hidden, self.w, self.norms = self.model.init_hidden(batch), w, None
 
@@ -93,14 +98,17 @@ class Loop:
         return dict(self.modules[i].named_parameters())
 
 
-def build(args, device, dropout: float, w_range: float, dtype=torch.float32) -> tuple[Batched, Loop]:
-    """Both implementations from the same N LSTMLMs (seeded) and the same detached weights w ~ U(-w_range,
-    w_range) (signed, like the unnormalised +PW gate)."""
+RECURRENCES = ("unrolled", "per_expert", "autograd")  # ExpertLSTMs' own recurrences (its "auto" picks one by device)
+
+
+def build(args, device, dropout: float, w_range: float, dtype=torch.float32) -> list:
+    """[(a), (a'), (b)] from the same N LSTMLMs (seeded) and the same detached weights w ~ U(-w_range, w_range)
+    (signed, like the unnormalised +PW gate)."""
     torch.manual_seed(0)
     modules = [LSTMLM(args.vocab, EMSIZE, args.nhid, NLAYERS, dropout).to(device, dtype) for _ in range(args.experts)]
     w = torch.empty(args.experts, device=device, dtype=dtype).uniform_(-w_range, w_range)
-    batched = Batched(modules, w, args.streams)  # copies the parameters before the loop trains them
-    return batched, Loop(modules, w, args.streams)
+    # the batched ones copy the parameters before the loop trains them
+    return [Batched(modules, w, args.streams, r) for r in RECURRENCES] + [Loop(modules, w, args.streams)]
 
 
 def windows(args, device, n: int, seed: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -111,20 +119,23 @@ def windows(args, device, n: int, seed: int) -> list[tuple[torch.Tensor, torch.T
             for i in range(n)]
 
 
-def check(args, device) -> tuple[float, list[int]]:
-    """Largest parameter (and loss) difference between (a) and (b) after CHECK_STEPS dropout-0 float64 steps on the
-    same tokens, and how many experts were clipped in each step. w up to +-10 puts the experts' gradient norms on both
-    sides of the clip (an expert's norm is ~0.1 |w_i| here), so the per-expert clipping is exercised."""
-    batched, loop = build(args, device, dropout=0.0, w_range=10.0, dtype=torch.float64)
+def check(args, device) -> tuple[list[float], list[int]]:
+    """Largest parameter (and loss) difference between each batched recurrence and the loop after CHECK_STEPS
+    dropout-0 float64 steps on the same tokens, and how many experts were clipped in each step. w up to +-10 puts
+    the experts' gradient norms on both sides of the clip (an expert's norm is ~0.1 |w_i| here), so the per-expert
+    clipping is exercised."""
+    *batched, loop = build(args, device, dropout=0.0, w_range=10.0, dtype=torch.float64)
     clipped = []
     for x, y in windows(args, device, CHECK_STEPS, seed=1):
-        la, lb = batched.step(x, y), loop.step(x, y)
-        clipped.append(int((batched.norms > CLIP).sum()))
-    worst = abs(float(la) - float(lb))
+        losses = [impl.step(x, y) for impl in batched]
+        lb = loop.step(x, y)
+        clipped.append(int((batched[0].norms > CLIP).sum()))
+    worst = [abs(float(la) - float(lb)) for la in losses]
     with torch.no_grad():
-        for i in range(args.experts):
-            mine, theirs = batched.expert_parameters(i), loop.expert_parameters(i)
-            worst = max(worst, max(float((mine[k] - theirs[k]).abs().max()) for k in mine))
+        for j, impl in enumerate(batched):
+            for i in range(args.experts):
+                mine, theirs = impl.expert_parameters(i), loop.expert_parameters(i)
+                worst[j] = max(worst[j], max(float((mine[k] - theirs[k]).abs().max()) for k in mine))
     return worst, clipped
 
 
@@ -276,21 +287,24 @@ def main() -> None:
           f"{describe(device)}, torch threads {torch.get_num_threads()}")
 
     worst, clipped = check(args, device)
-    print(f"check: {CHECK_STEPS} dropout-0 float64 steps (experts clipped per step: "
-          f"{'/'.join(map(str, clipped))} of {n}), max |batched - loop| over all parameters and the last loss = "
-          f"{worst:.2e} (tolerance {CHECK_TOL:g}): "
-          f"{'OK' if worst <= CHECK_TOL else 'FAILED'}")
+    for recurrence, diff in zip(RECURRENCES, worst):
+        print(f"check {recurrence}: {CHECK_STEPS} dropout-0 float64 steps (experts clipped per step: "
+              f"{'/'.join(map(str, clipped))} of {n}), max |batched - loop| over all parameters and the last loss = "
+              f"{diff:.2e} (tolerance {CHECK_TOL:g}): {'OK' if diff <= CHECK_TOL else 'FAILED'}")
 
     data = windows(args, device, args.warmup + args.steps, seed=2)
-    batched, loop = build(args, device, dropout=0.2, w_range=0.1)  # the +PW gate's init range
-    times = step_times([batched, loop], data, args.warmup, device)
-    tok_a, tok_b = (tokens / statistics.median(t) for t in times)  # median: robust to load spikes
+    impls = build(args, device, dropout=0.2, w_range=0.1)  # the +PW gate's init range
+    times = step_times(impls, data, args.warmup, device)
+    rates = [tokens / statistics.median(t) for t in times]  # median: robust to load spikes
     flops_token = flops_per_token(("mix", n, args.nhid, 1, 0, 0), args.vocab)  # the FLOP count of --estimate
-    for name, tok, t in (("batched (a)", tok_a, times[0]), ("loop    (b)", tok_b, times[1])):
-        print(f"{name}: {tok:9.1f} tokens/s  ({tok * flops_token / 1e9:6.1f} GFLOP/s by the FLOP count; "
+    names = [f"batched, {r}" for r in RECURRENCES] + ["loop of nn.LSTM"]
+    for name, tok, t in zip(names, rates, times):
+        print(f"{name:20s}: {tok:9.1f} tokens/s  ({tok * flops_token / 1e9:6.1f} GFLOP/s by the FLOP count; "
               f"step {min(t):.3g}-{max(t):.3g} s)")
-    print(f"ratio batched / loop: {tok_a / tok_b:.2f} x  (median of {args.steps} alternating timed steps each after "
-          f"{args.warmup} warm-up, dropout 0.2, train mode)")
+    print("ratio batched / loop: " + ", ".join(f"{r} {tok / rates[-1]:.2f} x" for r, tok in zip(RECURRENCES, rates))
+          + f"  (median of {args.steps} timed steps each after {args.warmup} warm-up, all taking turns step by step, "
+          "dropout 0.2, train mode)")
+    tok_a = rates[RECURRENCES.index(auto_recurrence(device, args.nhid))]  # what the learners run here
     if args.estimate:
         default_shape = (n, args.nhid, args.vocab, args.bptt, args.streams) == (30, 200, 211, 20, 10)
         estimate(args.tflops, tok_a if default_shape else None, describe(device))

@@ -11,8 +11,9 @@ import torch
 import torch.nn.functional as F
 
 from reprobench.calm import learners, models, zoo
-from reprobench.calm.online import run_online
+from reprobench.calm.online import learn_batch, run_online
 from reprobench.calm.stream import Stream
+from reprobench.core.hostsync import HostSyncs
 
 V, T, B = 13, 5, 3
 
@@ -205,3 +206,21 @@ def test_a_killed_run_resumes_exactly(tmp_path, model):
     assert (full.weights is None) == (resumed.weights is None)
     if full.weights is not None:
         assert np.array_equal(full.weights, resumed.weights)
+
+
+@pytest.mark.parametrize("variant", ["faithful", "corrected"])
+def test_a_training_step_reads_no_tensor_on_the_host(variant):
+    """No host sync (reprobench.core.hostsync) in the online loop's step (online.learn_batch: learn, the gate weights
+    and the loss kept on the device), for every Table 1 model and the Transformer, in and after the MoE warm-up: on a
+    GPU the whole step is queued without waiting."""
+    batches = list(tiny_stream())[:3]
+    losses = torch.zeros(len(batches))
+    for model in (*zoo.MODELS, zoo.TRANSFORMER):
+        torch.manual_seed(0)
+        learner = zoo.build(model, "multilingual", 10_000, V, variant, 0.02, 3)
+        weights = learn_batch(learner, batches[0], "cpu", losses, None)  # the first step makes the optimiser's state
+        with HostSyncs() as syncs:
+            weights = learn_batch(learner, batches[1], "cpu", losses, weights)
+            learner.on_fragment(10)  # the MoE warm-up ends: a fresh Adam for the experts
+            learn_batch(learner, batches[2], "cpu", losses, weights)
+        assert syncs.count == 0, (model, syncs.points)

@@ -13,7 +13,13 @@ leading expert dimension N. Everything is device-agnostic: no host synchronisati
   its slot, so after the same torch.manual_seed it equals `from_modules([LSTMLM(...) for _ in range(N)])`, i.e.
   what the reference's N separately created modules get. `from_modules` / `to_modules` convert both ways. Dropout
   masks are drawn independently per expert (one F.dropout over the whole (N, ...) tensor), as N separate modules
-  would. The input tokens are the same for every expert.
+  would. The input tokens are the same for every expert. Its recurrence (`recurrence`, one of `RECURRENCES`):
+  "unrolled" is one autograd node per layer (`Recurrence`) whose backward walks the steps back with one batched
+  matmul per step and forms the recurrent weights' gradient of the whole window in one matmul at the end; on CUDA
+  each step's cell is one fused kernel (torch's LSTMCell kernel) both ways. "autograd" records every step's ops
+  and sums the recurrent weight gradient step by step (the path before: "unrolled" has its forward bits and its
+  gradients to rounding). "per_expert" runs torch's own LSTM kernel per expert (oneDNN's on a CPU). "auto" (the
+  default) picks one by device and size (`auto_recurrence`).
 - Combinations: `poe_logits` (PoE/Ensemble: sum_i w_i z_i of raw logits, then cross-entropy),
   `moe_loss_faithful` (HEAD MoE as coded, D10: -sum_i pi_i log p_i(y)), `moe_loss_corrected` (the mixture
   likelihood -log sum_i pi_i p_i(y)). The pre-d2d1b58 MoE variant of D10 (cross-entropy on sum_i pi_i log p_i, a
@@ -127,16 +133,35 @@ class LSTMLM(nn.Module):
 # --- N experts as one batched module (3.6, 3.7) -----------------------------------------------------------------
 
 
+PER_EXPERT_FROM = 100  # hidden size from which "auto" runs torch's LSTM per expert on a CPU
+
+
+def auto_recurrence(device, nhid: int) -> str:
+    """The recurrence ExpertLSTMs' "auto" runs on `device`. A GPU: "unrolled" (two kernels per step for all
+    experts, where N per-expert cuDNN calls would launch N times as many). A CPU: "per_expert" from a hidden size
+    of PER_EXPERT_FROM (torch's LSTM per expert, oneDNN's in float32, which packs the weights once per window where
+    a batched matmul per step repacks them: about 2x "autograd" at N = 30, H = 200), "autograd" below it, whose one
+    call per step for all experts costs less there (the crossover lay between H = 40 and 100 at N = 30 on a 2-core
+    CPU) and whose bits the small scale keeps (its experts have H <= 80)."""
+    if torch.device(device).type != "cpu":
+        return "unrolled"
+    return "per_expert" if nhid >= PER_EXPERT_FROM else "autograd"
+
+
 class ExpertLSTMs(nn.Module):
     """N `LSTMLM`s with stacked parameters. forward(x (T, b), hidden) -> (logits (N, T, b, V), hidden), hidden =
     (h, c) each (N, nlayers, b, H): h[i], c[i] is expert i's LSTMLM hidden state (`stack_hidden`,
     `unstack_hidden`). Parameter i of a stacked tensor is expert i's (`parameter_name_pairs` maps the names)."""
 
+    RECURRENCES = ("auto", "unrolled", "per_expert", "autograd")
+
     def __init__(self, n_experts: int, vocab: int, emsize: int = 200, nhid: int = 200, nlayers: int = 2,
-                 dropout: float = 0.2, *, init: bool = True):
+                 dropout: float = 0.2, *, init: bool = True, recurrence: str = "auto"):
         super().__init__()
+        if recurrence not in self.RECURRENCES:
+            raise ValueError(f"recurrence must be one of {self.RECURRENCES}, not {recurrence!r}")
         self.n_experts, self.vocab, self.emsize, self.nhid, self.nlayers = n_experts, vocab, emsize, nhid, nlayers
-        self.dropout = dropout
+        self.dropout, self.recurrence = dropout, recurrence
         n, g = n_experts, 4 * nhid
         self.encoder_weight = nn.Parameter(torch.empty(n, vocab, emsize))
         for layer in range(nlayers):
@@ -167,13 +192,14 @@ class ExpertLSTMs(nn.Module):
             getattr(self, mine)[i].copy_(theirs[name])
 
     @classmethod
-    def from_modules(cls, modules: Sequence[LSTMLM]) -> ExpertLSTMs:
+    def from_modules(cls, modules: Sequence[LSTMLM], recurrence: str = "auto") -> ExpertLSTMs:
         m = modules[0]
         shape = (m.vocab, m.emsize, m.nhid, m.nlayers)
         if any((o.vocab, o.emsize, o.nhid, o.nlayers) != shape or o.dropout != m.dropout for o in modules):
             raise ValueError("from_modules needs LSTMLMs of one shape and dropout")
         p = m.decoder.weight
-        out = cls(len(modules), *shape, dropout=m.dropout, init=False).to(device=p.device, dtype=p.dtype)
+        out = cls(len(modules), *shape, dropout=m.dropout, init=False, recurrence=recurrence)
+        out = out.to(device=p.device, dtype=p.dtype)
         for i, module in enumerate(modules):
             out.load_expert(i, module)
         return out
@@ -208,6 +234,9 @@ class ExpertLSTMs(nn.Module):
 
     def _layer(self, layer: int, inp: Tensor, h: Tensor, c: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """One LSTM layer over all experts: inp (N, T, b, in), h, c (N, b, H) -> out (N, T, b, H), h, c."""
+        recurrence = auto_recurrence(inp.device, self.nhid) if self.recurrence == "auto" else self.recurrence
+        if recurrence == "per_expert":
+            return self._layer_per_expert(layer, inp, h, c)
         n, t, b, _ = inp.shape
         w_ih = getattr(self, f"weight_ih_l{layer}")
         w_hh_t = getattr(self, f"weight_hh_l{layer}").transpose(1, 2)
@@ -215,6 +244,8 @@ class ExpertLSTMs(nn.Module):
         # input contributions of all time steps at once: (N, T b, 4H), then time first for contiguous steps
         xw = torch.baddbmm(bias, inp.reshape(n, t * b, -1), w_ih.transpose(1, 2))
         xw = xw.view(n, t, b, -1).transpose(0, 1).contiguous()
+        if recurrence == "unrolled":
+            return Recurrence.apply(xw, getattr(self, f"weight_hh_l{layer}"), h, c, xw.is_cuda)
         outs = []
         # unbind, not xw[step]: indexing's backward zero-fills a full-size gradient at every step
         for xw_step in xw.unbind(0):
@@ -224,6 +255,21 @@ class ExpertLSTMs(nn.Module):
             h = torch.sigmoid(o) * torch.tanh(c)
             outs.append(h)
         return torch.stack(outs, dim=1), h, c
+
+    def _layer_per_expert(self, layer: int, inp: Tensor, h: Tensor, c: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """`_layer` as N calls of torch's own one-layer LSTM (what nn.LSTM runs: oneDNN's on a CPU in float32),
+        one per expert on its slices of the stacked parameters (unbind: their gradients are stacked back in one op
+        per parameter)."""
+        weights = zip(*(getattr(self, f"{kind}_l{layer}").unbind(0)
+                        for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")))
+        outs, hs, cs = [], [], []
+        for x, h0, c0, w in zip(inp.unbind(0), h.unbind(0), c.unbind(0), weights):
+            out, h_n, c_n = torch.lstm(x, (h0.unsqueeze(0), c0.unsqueeze(0)), list(w), True, 1, 0.0, self.training,
+                                       False, False)
+            outs.append(out)
+            hs.append(h_n[0])
+            cs.append(c_n[0])
+        return torch.stack(outs), torch.stack(hs), torch.stack(cs)
 
     def trunk(self, x: Tensor, hidden: Hidden | None = None) -> tuple[Tensor, Hidden]:
         """The experts' LSTM outputs after the output dropout, (N, T, b, H), and the new hidden state."""
@@ -250,6 +296,103 @@ class ExpertLSTMs(nn.Module):
         logits = torch.baddbmm(self.decoder_bias.unsqueeze(1), out.reshape(n, t * b, h),
                                self.decoder_weight.transpose(1, 2))
         return logits.view(n, t, b, self.vocab), hidden
+
+
+class Recurrence(torch.autograd.Function):
+    """One LSTM layer's recurrence over a window for all experts, as one autograd node: apply(xw (T, N, b, 4H), the
+    input contributions with both biases; w_hh (N, 4H, H); h0, c0 (N, b, H); fused) -> (out (N, T, b, H), h_T, c_T).
+
+    Forward, per step: gates = xw_t + h w_hh^T (one batched matmul for all experts), then the cell (PyTorch's gate
+    order i, f, g, o). Backward, per step from the last: the cell's backward, then dh_{t-1} = dgates_t w_hh (one
+    batched matmul); after the loop the recurrent weight gradient of the whole window is one batched matmul,
+    sum_t dgates_t^T h_{t-1} over T b rows, where autograd's step-by-step graph sums T matmuls of b rows each (the
+    "autograd" recurrence). On the CPU the cell is torch's elementwise ops as `ExpertLSTMs._layer` writes them (the
+    same forward bits) and its backward the ops autograd would run on them, in autograd's order (so only the
+    weight gradient's summation order differs); with `fused` (on CUDA) it is torch's fused LSTMCell kernel in both
+    directions (`_fused_cell`), which takes the (N b, 4H) rows of all experts at once."""
+
+    @staticmethod
+    def forward(ctx, xw: Tensor, w_hh: Tensor, h0: Tensor, c0: Tensor, fused: bool):
+        n, b, hid = h0.shape
+        w_t = w_hh.transpose(1, 2)
+        h, c = h0, c0
+        hs, cs, saved = [], [c0], []
+        for x in xw.unbind(0):
+            if fused:  # rows of the fused kernel: (N b, 4H) gates, (N b, H) cell
+                h, c, workspace = _fused_cell(x.view(n * b, -1), torch.bmm(h, w_t).view(n * b, -1),
+                                              c.reshape(n * b, hid))
+                h, c = h.view(n, b, hid), c.view(n, b, hid)
+                saved.append(workspace)  # the activated gates
+            else:
+                gates = torch.baddbmm(x, h, w_t)
+                i, f, g, o = gates.chunk(4, dim=-1)
+                si, sf, tg, so = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
+                c = sf * c + si * tg
+                tc = torch.tanh(c)
+                h = so * tc
+                saved += [si, sf, tg, so, tc]
+            hs.append(h)
+            cs.append(c)
+        ctx.save_for_backward(w_hh, h0, *hs, *cs, *saved)
+        ctx.set_materialize_grads(False)
+        ctx.steps, ctx.fused = len(hs), fused
+        return torch.stack(hs, dim=1), h, c
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, d_out, d_h, d_c):
+        steps, fused = ctx.steps, ctx.fused
+        w_hh, h0, *rest = ctx.saved_tensors
+        hs, cs, saved = rest[:steps], rest[steps:2 * steps + 1], rest[2 * steps + 1:]
+        n, b, hid = h0.shape
+        d_gates = [None] * steps
+        for t in reversed(range(steps)):
+            # what reaches h_t: the output at t, and the next step (or the returned h_T); c_t: the same
+            d_h = _add(None if d_out is None else d_out[:, t], d_h)
+            if fused:
+                dg, d_c = _fused_cell_backward(None if d_h is None else d_h.reshape(n * b, hid),
+                                               None if d_c is None else d_c.reshape(n * b, hid),
+                                               cs[t].reshape(n * b, hid), cs[t + 1].reshape(n * b, hid), saved[t])
+                dg, d_c = dg.view(n, b, -1), d_c.view(n, b, hid)
+            else:
+                dg, d_c = _cell_backward(d_h, d_c, cs[t], *saved[5 * t:5 * t + 5])
+            d_gates[t] = dg
+            d_h = torch.bmm(dg, w_hh) if t > 0 or ctx.needs_input_grad[2] else None
+        d_gates = torch.stack(d_gates, dim=1)  # (N, T, b, 4H)
+        d_w = None
+        if ctx.needs_input_grad[1]:  # the whole window's recurrent weight gradient in one matmul over T b rows
+            h_prev = torch.stack([h0, *hs[:-1]], dim=1).view(n, steps * b, hid)
+            d_w = torch.bmm(d_gates.view(n, steps * b, -1).transpose(1, 2), h_prev)
+        return d_gates.transpose(0, 1), d_w, d_h, d_c if ctx.needs_input_grad[3] else None, None
+
+
+def _fused_cell(input_gates: Tensor, hidden_gates: Tensor, cx: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """torch's CUDA LSTMCell kernel on rows ((B, 4H) gates in the order i, f, g, o, (B, H) cell): one kernel for
+    gates = input_gates + hidden_gates, the activations, c' and h'; -> (h', c', workspace: the activated gates)."""
+    return torch.ops.aten._thnn_fused_lstm_cell(input_gates, hidden_gates, cx)
+
+
+def _fused_cell_backward(d_hy, d_cy, cx: Tensor, cy: Tensor, workspace: Tensor) -> tuple[Tensor, Tensor]:
+    """Its backward, one kernel: (d gates (B, 4H), d cx); d_hy or d_cy may be None."""
+    d_gates, d_cx, _ = torch.ops.aten._thnn_fused_lstm_cell_backward_impl(d_hy, d_cy, cx, cy, workspace, False)
+    return d_gates, d_cx
+
+
+def _add(a: Tensor | None, b: Tensor | None) -> Tensor | None:
+    return b if a is None else a if b is None else a + b
+
+
+def _cell_backward(d_h, d_c, c_prev, si, sf, tg, so, tc):
+    """The gradients autograd computes through `Recurrence`'s CPU cell (c = sf c_prev + si tg, h = so tanh(c)), op
+    for op: (d gates (N, b, 4H), d c_prev). d_h and d_c (the gradient reaching c_t from the next step) may be None."""
+    if d_h is None:  # only the cell state's gradient reaches this step
+        d_h = torch.zeros_like(tc)
+    d_so, d_tc = d_h * tc, d_h * so
+    d_c = _add(torch.ops.aten.tanh_backward(d_tc, tc), d_c)
+    aten = torch.ops.aten
+    d_gates = torch.cat([aten.sigmoid_backward(d_c * tg, si), aten.sigmoid_backward(d_c * c_prev, sf),
+                         aten.tanh_backward(d_c * si, tg), aten.sigmoid_backward(d_so, so)], -1)
+    return d_gates, d_c * sf
 
 
 # --- combinations (3.6, 3.7, D10) -------------------------------------------------------------------------------

@@ -31,6 +31,22 @@ class OnlineResult:
     samples: dict[str, str]  # Appendix D's generated text by stage (empty without a sampler)
 
 
+def learn_batch(learner, batch, device: torch.device, losses: torch.Tensor, weights: torch.Tensor | None):
+    """One batch of the protocol, with no host sync: the batch to the device, test-then-train, its loss into
+    `losses` and the gate weights into `weights` (made at the first batch with weights: returned)."""
+    if batch.first_of_fragment:
+        learner.on_fragment(batch.fragment)
+    x = batch.x.to(device, non_blocking=True)
+    y = batch.y.to(device, non_blocking=True)
+    losses[batch.index] = learner.learn(x, y, batch.class_id if learner.oracle else None)
+    w = learner.gate_weights()
+    if w is not None:
+        if weights is None:
+            weights = torch.full((len(losses), w.shape[0]), float("nan"), device=device)
+        weights[batch.index] = w
+    return weights
+
+
 def run_online(learner, stream: Stream, device, checkpoint: str | None = None, identity: dict | None = None,
                checkpoint_every_s: float = 600.0, desc: str = "calm", stop_after: int | None = None,
                sampler=None) -> OnlineResult:
@@ -58,16 +74,7 @@ def run_online(learner, stream: Stream, device, checkpoint: str | None = None, i
     progress.update(start)
     last_save, done = time.monotonic(), 0
     for batch in stream.iter_from(start):
-        if batch.first_of_fragment:
-            learner.on_fragment(batch.fragment)
-        x = batch.x.to(device, non_blocking=True)
-        y = batch.y.to(device, non_blocking=True)
-        losses[batch.index] = learner.learn(x, y, batch.class_id if learner.oracle else None)
-        w = learner.gate_weights()
-        if w is not None:
-            if weights is None:
-                weights = torch.full((n, w.shape[0]), float("nan"), device=device)
-            weights[batch.index] = w
+        weights = learn_batch(learner, batch, device, losses, weights)
         if sampler is not None:
             sampler(learner, batch, device)
         progress.update(1)
