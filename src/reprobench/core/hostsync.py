@@ -12,6 +12,11 @@ step can cost more than the step. `HostSyncs` counts them two ways:
   `repeat_interleave` without `output_size`). A `.cpu().numpy()` on one line is one sync. Reads made by torch.optim
   itself are not counted: its step counts stay on the host whatever the parameters' device (no device sync).
 
+The CPU count cannot see a copy to the device from pageable host memory (`torch.as_tensor(array, device=...)`,
+`.to(device)` of a CPU tensor), after which CUDA waits for the stream: on a CPU the target is the CPU. CUDA's mode
+counts those; code that uploads in a step should go through pinned memory (`pin_memory().to(device,
+non_blocking=True)`).
+
 Each sync is named by the innermost frame outside torch and this module ("path:line function (call)"), so a test can
 say which line syncs. Counting slows code down: time without it.
 """

@@ -209,23 +209,24 @@ class FCBody(nn.Module):
         return x
 
 
-def _flags(inp: dict[str, Tensor]) -> Tensor:
-    return torch.cat([inp["prev_reward"].float(), *(inp[k].float() for k in FLAG_KEYS)], dim=-1)
+# Inputs are cast to the encoder's own dtype (float32 in training; float64 where a check runs the network in it).
+def _flags(inp: dict[str, Tensor], dtype: torch.dtype) -> Tensor:
+    return torch.cat([inp["prev_reward"].to(dtype), *(inp[k].to(dtype) for k in FLAG_KEYS)], dim=-1)
 
 
-def _one_hot(index: Tensor, n: int) -> Tensor:
+def _one_hot(index: Tensor, n: int, dtype: torch.dtype) -> Tensor:
     """One-hot of (...,) indices, all zeros where index < 0."""
-    return F.one_hot(index.clamp_min(0), n).float() * (index >= 0).unsqueeze(-1).float()
+    return F.one_hot(index.clamp_min(0), n).to(dtype) * (index >= 0).unsqueeze(-1).to(dtype)
 
 
-def comm_one_hot(comm: Tensor, vocab_size: int) -> Tensor:
+def comm_one_hot(comm: Tensor, vocab_size: int, dtype: torch.dtype = torch.float32) -> Tensor:
     """The multi-binary channel (MultiBinaryCommunicationChannelWrapper): (..., L) tokens -> (..., L (V + 1))."""
-    return F.one_hot(comm.long(), vocab_size + 1).float().flatten(-2)
+    return F.one_hot(comm.long(), vocab_size + 1).to(dtype).flatten(-2)
 
 
-def _partner(inp: dict[str, Tensor], dims: InputDims, on: bool) -> list[Tensor]:
+def _partner(inp: dict[str, Tensor], dims: InputDims, on: bool, dtype: torch.dtype) -> list[Tensor]:
     """SAD's input (reprobench.s2b.marl): the partner's previous greedy action, one-hot (zeros: none); [] when off."""
-    return [_one_hot(inp["partner_action"].long(), dims.n_actions)] if on else []
+    return [_one_hot(inp["partner_action"].long(), dims.n_actions, dtype)] if on else []
 
 
 class RegymEncoder(nn.Module):
@@ -241,10 +242,10 @@ class RegymEncoder(nn.Module):
         self.out_dim = self.critic.out_dim if critic else cat_dim
 
     def forward(self, inp: dict[str, Tensor], mask: Tensor) -> Tensor:
-        d = self.dims
-        x = torch.cat([self.phi(inp["stimulus"].float()), inp["prev_reward"].float(),
-                       _one_hot(inp["prev_action"].long(), d.n_actions), comm_one_hot(inp["comm"], d.vocab_size),
-                       *(inp[k].float() for k in FLAG_KEYS), mask.float(), *_partner(inp, d, self.partner)], dim=-1)
+        d, f = self.dims, self.phi.layers[0].weight.dtype
+        x = torch.cat([self.phi(inp["stimulus"].to(f)), inp["prev_reward"].to(f),
+                       _one_hot(inp["prev_action"].long(), d.n_actions, f), comm_one_hot(inp["comm"], d.vocab_size, f),
+                       *(inp[k].to(f) for k in FLAG_KEYS), mask.to(f), *_partner(inp, d, self.partner, f)], dim=-1)
         return self.critic(x) if self.critic is not None else x
 
 
@@ -261,10 +262,10 @@ class ArchiEncoder(nn.Module):
         self.out_dim = self.obs_dim + self.comm_dim + dims.flags + (2 if partner else 1) * dims.n_actions
 
     def forward(self, inp: dict[str, Tensor], mask: Tensor) -> Tensor:
-        d = self.dims
-        return torch.cat([self.obs(inp["stimulus"].float()), self.comm(comm_one_hot(inp["comm"], d.vocab_size)),
-                          _flags(inp), _one_hot(inp["prev_action"].long(), d.n_actions),
-                          *_partner(inp, d, self.partner)], dim=-1)
+        d, f = self.dims, self.obs.layers[0].weight.dtype
+        return torch.cat([self.obs(inp["stimulus"].to(f)), self.comm(comm_one_hot(inp["comm"], d.vocab_size, f)),
+                          _flags(inp, f), _one_hot(inp["prev_action"].long(), d.n_actions, f),
+                          *_partner(inp, d, self.partner, f)], dim=-1)
 
 
 class Core(nn.Module):

@@ -14,8 +14,12 @@ exists (the last n steps of a window are masked unless a terminal ends the retur
 divided by n_minibatches and accumulated into one Adam step (betas 0.9 / 0.999), clipped at global norm 5.
 Priorities: eta max |TD| + (1 - eta) mean |TD| over the masked steps (reprobench.s2b.replay.priority_mixture).
 
-Host syncs in the learner step: one per train() call, to bring the (n_minibatches B,) priorities to the numpy
-sum-tree (replay.py says why it is numpy); losses stay on the device (the caller reads them when it logs).
+Host syncs in the learner step: none. The batches go to the device through pinned memory without waiting
+(`to_device`; a plain copy from pageable memory makes torch wait for the device's queue); the (n_minibatches B,)
+priorities are handed to the replay as a device tensor, which copies them to its numpy sum-tree (replay.py says why
+numpy) at its next use: the trainer's next acting step (train.Trainer._store), or the next train() call's sample
+when calls come back to back (Table 4's bursts of 4), where prioritised replay needs them; losses stay on the device
+(the caller reads them when it logs).
 
 Faithful/corrected (sections 6.3 items 6, 6b; 6.4):
 - `double_q`: "unmasked" (faithful: the argmax runs over all A actions, illegal ones included) or "masked" (corrected:
@@ -194,8 +198,18 @@ def _inputs(steps: Mapping[str, Tensor]) -> dict[str, Tensor]:
     return {k: v for k, v in steps.items() if k not in ("action", "reward", "done", "valid")}
 
 
+def to_device(array, device) -> Tensor:
+    """A host array on `device`. On CUDA through pinned memory without waiting: a blocking copy (as from pageable
+    memory) makes torch synchronise the stream, a host sync per array. Elsewhere the array itself (as_tensor)."""
+    device = torch.device(device)
+    tensor = torch.as_tensor(array)
+    if device.type != "cuda":
+        return tensor.to(device)
+    return tensor.pin_memory().to(device, non_blocking=True)
+
+
 def to_tensors(arrays: Mapping[str, np.ndarray], device) -> dict[str, Tensor]:
-    return {k: torch.as_tensor(v).to(device) for k, v in arrays.items()}
+    return {k: to_device(v, device) for k, v in arrays.items()}
 
 
 class R2D2Learner:
@@ -212,6 +226,9 @@ class R2D2Learner:
         self.target = copy.deepcopy(self.net)
         for p in self.target.parameters():
             p.requires_grad_(False)
+        for m in self.target.modules():  # a copy's LSTM weights lie apart: cuDNN would compact them at every call
+            if isinstance(m, nn.RNNBase):
+                m.flatten_parameters()
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=config.lr, betas=(0.9, 0.999),
                                           eps=config.adam_eps)
         self.updates = 0
@@ -255,8 +272,8 @@ class R2D2Learner:
         c = self.config
         b = c.burn_in
         with torch.no_grad():
-            y, has_target = n_step_targets(steps["reward"][:, b:].float(), steps["done"][:, b:], values, c.gamma,
-                                           c.n_step)
+            y, has_target = n_step_targets(steps["reward"][:, b:].to(values.dtype), steps["done"][:, b:], values,
+                                           c.gamma, c.n_step)
         mask = steps["valid"][:, b:] & has_target
         td = y - q_taken
         loss = 0.5 * (weights.unsqueeze(1) * td.pow(2) * mask.to(td.dtype)).mean()
@@ -270,7 +287,7 @@ class R2D2Learner:
         for _ in range(c.n_minibatches):
             idx, steps, state, weights = replay.sample(c.batch_size)
             loss, prio, _, _ = self.loss(to_tensors(steps, self.device), to_tensors(state, self.device),
-                                         torch.as_tensor(weights, device=self.device))
+                                         to_device(weights, self.device))
             (loss / c.n_minibatches).backward()
             indices.append(idx)
             priorities.append(prio)
@@ -279,7 +296,7 @@ class R2D2Learner:
         self.optimizer.step()
         self.updates += 1
         self._update_target()
-        replay.update_priorities(np.concatenate(indices), torch.cat(priorities).cpu().numpy())  # the host sync
+        replay.update_priorities(np.concatenate(indices), torch.cat(priorities))  # copied at the replay's next use
         return torch.stack(losses).mean()
 
     @torch.no_grad()

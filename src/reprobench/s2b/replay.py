@@ -21,6 +21,12 @@ Priorities (`PrioritizedSequenceReplay`): P(i) = p_i^alpha / sum_j p_j^alpha (al
 w_i = (N P(i))^-beta (beta 0.6, constant) divided by the batch's largest weight. Sampling is stratified: the total
 is cut into `batch` equal segments and one point is drawn uniformly in each.
 
+Priorities from the device (`update_priorities` given a tensor) are held pending and written into the sum-tree at
+the replay's next use (add, sample, state_dict, or a read of `tree` / `max_priority`), which is when they are first
+needed, or at `flush()`: the learner step that computed them never waits for the device, and the trainer flushes
+in its next acting step, after the actions' own sync, when there is nothing left to wait for. The tree is the same
+at every read as with an immediate write, so results do not change.
+
 Choices where the spec is silent: a new sequence gets the largest priority seen so far (1 before any update);
 `priority_eps` (1e-6) is added to every priority so that a sequence whose TD errors are all zero (one with no
 trainable step) keeps a small chance; weights are normalised by the batch's maximum, not the buffer's; the oldest
@@ -119,7 +125,8 @@ class PrioritizedSequenceReplay:
 
     add(steps, valid, states) stores M sequences at the largest priority so far; sample(batch) returns (indices (B,),
     {name: (B, T, ...)} with `valid`, {state: (B, ...)}, weights (B,) float32); update_priorities(indices, p) sets
-    the raw priorities p (the mixture of |TD|), stored as (p + priority_eps)^alpha.
+    the raw priorities p (the mixture of |TD|), stored as (p + priority_eps)^alpha: at once for an array, at the
+    replay's next use for a tensor (see the module docstring).
     """
 
     def __init__(self, capacity: int, seq_len: int, step_spec: Spec, state_spec: Spec, alpha: float = 0.9,
@@ -134,11 +141,22 @@ class PrioritizedSequenceReplay:
                       for k, (shape, dtype) in step_spec.items()}
         self.valid = np.zeros((self.capacity, self.seq_len), dtype=bool)
         self.states = {k: np.zeros((self.capacity, *shape), dtype=dtype) for k, (shape, dtype) in state_spec.items()}
-        self.tree = SumTree(self.capacity)
+        self._tree = SumTree(self.capacity)
         self.rng = np.random.default_rng(seed)
-        self.max_priority = 1.0
+        self._max_priority = 1.0
+        self._pending: tuple[np.ndarray, torch.Tensor] | None = None  # (indices, priorities) not yet in the tree
         self.next = 0  # sequences ever added
         self.size = 0
+
+    @property
+    def tree(self) -> SumTree:
+        self.flush()
+        return self._tree
+
+    @property
+    def max_priority(self) -> float:
+        self.flush()
+        return self._max_priority
 
     def __len__(self) -> int:
         return self.size
@@ -177,16 +195,28 @@ class PrioritizedSequenceReplay:
         return idx, steps, {k: v[idx] for k, v in self.states.items()}, weights
 
     def update_priorities(self, indices, priorities) -> None:
+        self.flush()  # an earlier pending update goes in first, as it came first
+        if isinstance(priorities, torch.Tensor):
+            self._pending = (np.array(indices, dtype=np.int64), priorities.detach())
+            return
         p = np.asarray(priorities, dtype=np.float64)
         if not np.isfinite(p).all() or (p < 0).any():
             raise ValueError(f"priorities must be finite and >= 0, got {p.tolist()}")
         if p.size:
-            self.max_priority = max(self.max_priority, float(p.max()))
-        self.tree.update(indices, (p + self.priority_eps) ** self.alpha)
+            self._max_priority = max(self._max_priority, float(p.max()))
+        self._tree.update(indices, (p + self.priority_eps) ** self.alpha)
+
+    def flush(self) -> None:
+        """Write the pending priorities into the tree: their one copy to the host (a host sync on an accelerator)."""
+        if self._pending is not None:
+            indices, priorities = self._pending
+            self._pending = None
+            self.update_priorities(indices, priorities.cpu().numpy())
 
     def state_dict(self) -> dict:
-        return {"steps": self.steps, "valid": self.valid, "states": self.states, "tree": self.tree.tree,
-                "rng": self.rng.bit_generator.state, "max_priority": self.max_priority, "next": self.next,
+        tree = self.tree  # (flushes)
+        return {"steps": self.steps, "valid": self.valid, "states": self.states, "tree": tree.tree,
+                "rng": self.rng.bit_generator.state, "max_priority": self._max_priority, "next": self.next,
                 "size": self.size}
 
     def load_state_dict(self, state: Mapping) -> None:
@@ -195,9 +225,10 @@ class PrioritizedSequenceReplay:
         for k in self.states:
             self.states[k] = np.array(state["states"][k], dtype=self.states[k].dtype)
         self.valid = np.array(state["valid"], dtype=bool)
-        self.tree.tree = np.array(state["tree"], dtype=np.float64)
+        self._pending = None  # the loaded tree replaces whatever was pending
+        self._tree.tree = np.array(state["tree"], dtype=np.float64)
         self.rng.bit_generator.state = state["rng"]
-        self.max_priority, self.next, self.size = float(state["max_priority"]), int(state["next"]), int(state["size"])
+        self._max_priority, self.next, self.size = float(state["max_priority"]), int(state["next"]), int(state["size"])
 
 
 class SequenceBuilder:

@@ -77,6 +77,7 @@ from reprobench.s2b.r2d2 import (
     Reconstruction,
     actor_epsilons,
     epsilon_schedule,
+    to_device,
     to_tensors,
 )
 from reprobench.s2b.replay import PrioritizedSequenceReplay, SequenceBuilder
@@ -277,7 +278,7 @@ class _Actors:
     def advance(self, obs, info, actions, rewards, terminated, new_state) -> None:
         """After an environment step: actors that autoreset on it start afresh, the others carry on."""
         reset = self.pending
-        keep = torch.as_tensor(~reset, device=next(iter(new_state.values())).device)
+        keep = to_device(~reset, next(iter(new_state.values())).device)
         self.state = {k: torch.where(keep.view(-1, *([1] * (v.dim() - 1))), v, torch.zeros_like(v))
                       for k, v in new_state.items()}
         self.prev_action = np.where(reset.reshape(-1, *([1] * (np.ndim(actions) - 1))), -1, actions).astype(np.int64)
@@ -299,7 +300,8 @@ class _Actors:
 
 
 def _greedy(net, q: torch.Tensor, decision: torch.Tensor) -> np.ndarray:
-    """Argmax over the legal actions; the one host sync of an acting step."""
+    """Argmax over the legal actions, to the host: the acting step's sync that no device can avoid (the numpy
+    environments need the actions)."""
     return q.masked_fill(~net.legal_mask(decision), float("-inf")).argmax(-1).cpu().numpy()
 
 
@@ -477,10 +479,12 @@ class Trainer:
         done = terminated & active
         step = {**inp, "action": actions, "reward": reward.astype(np.float32), "done": done}
         state = a.state
-        windows = self.builder.add(step, lambda rows: {k: v[torch.as_tensor(rows, device=v.device)].cpu().numpy()
+        # the stored state of the actors that start a window (a copy to the host, after the actions' sync)
+        windows = self.builder.add(step, lambda rows: {k: v[to_device(rows, v.device)].cpu().numpy()
                                                        for k, v in state.items()}, active, done)
         if windows is not None:
             self.replay.add(*windows)
+        self.replay.flush()  # the last update's priorities, here where the actions' sync has already waited
         return active, done
 
     def _act(self) -> np.ndarray:
@@ -544,7 +548,7 @@ class Trainer:
 
     def _rec_update(self, episodes: list[dict[str, np.ndarray]]) -> dict[str, torch.Tensor]:
         arrays, valid = _pad_episodes(episodes)
-        return self.recon.update(to_tensors(arrays, self.device), torch.as_tensor(valid, device=self.device))
+        return self.recon.update(to_tensors(arrays, self.device), to_device(valid, self.device))
 
     def step(self) -> None:
         """One environment step of every actor, then the learner's and the reconstruction's updates due."""
