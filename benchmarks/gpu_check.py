@@ -124,6 +124,27 @@ def _fmt(value, digits: int = 3) -> str:
     return str(value)
 
 
+def _subpart(sub: dict, unit: str) -> str:
+    """One line for a part's sub-measurement, from whichever of the common fields it has (a mode's fields carry the
+    mode as a prefix: arith's eager_, graph_, compiled_)."""
+    label = next((str(sub[k]) for k in ("setting", "pack", "preset", "model") if sub.get(k)), "?")
+    fields = []
+    for prefix in ("", "eager_", "graph_", "compiled_"):
+        if prefix + "rate" in sub:
+            mode = prefix.rstrip("_") + " " if prefix else ""
+            fields.append(f"{mode}{_fmt(sub[prefix + 'rate'])} {sub.get('unit', unit)}/s, "
+                          f"{_fmt(sub.get(prefix + 'step_ms'))} ms per step, "
+                          f"{_fmt(sub.get(prefix + 'syncs_per_step'))} syncs per step")
+    if "peak_memory_mb" in sub:
+        fields.append(f"{_fmt(sub['peak_memory_mb'])} MiB")
+    if isinstance(sub.get("agreement"), dict):
+        fields.append(f"device vs CPU {_fmt(sub['agreement'].get('relative_difference'), 2)}"
+                      f"{'' if sub['agreement'].get('within') else ' (over its tolerance)'}")
+    if sub.get("error"):
+        fields.append(str(sub["error"]))
+    return f"{label}: {'; '.join(fields) or 'no fields'}"
+
+
 def markdown(env: dict, rows: list[dict]) -> str:
     device = env.get("gpu") or env["device"]
     lines = [f"# GPU check: {device}", "",
@@ -165,6 +186,8 @@ def markdown(env: dict, rows: list[dict]) -> str:
             lines.append(f"Paper plan: {r['projection']['how']}.")
         for note in r.get("notes", []):
             lines.append(f"- {note}")
+        for sub in r.get("subparts", []):
+            lines.append(f"- subpart: {_subpart(sub, r.get('unit', ''))}")
         lines.append("")
     return "\n".join(lines) + "\n"
 
