@@ -30,8 +30,10 @@ import time
 import traceback
 from pathlib import Path
 
+from reprobench.benchmarks import KEYS
+
 HERE = Path(__file__).resolve().parent
-PARTS = ("arith", "wade", "calm", "s2b", "amtlb")
+PARTS = KEYS  # one part per registered benchmark: gpu_parts/<key>.py
 # soft caps (s) a part budgets itself with, from its process start; the hard cap adds GRACE_S. On a GPU they sum to
 # 420 s + 5 x 10 s of grace = 470 s: the 8 minutes the issue allows, with the parent's own start inside.
 CAPS_S = {"arith": 80, "wade": 85, "calm": 85, "s2b": 90, "amtlb": 80}
@@ -79,9 +81,9 @@ def run_part(name: str, args) -> None:
 
         # --quick on a CPU: one torch thread (tiny ops on several threads of a shared CPU wait on each other)
         device = choose_device(args.device, args.threads or (1 if args.quick and args.device == "cpu" else None))
-        cap = QUICK_CAP_S * 0.6 if args.quick else CAPS_S[name]
+        cap = QUICK_CAP_S * 0.6 if args.quick else CAPS_S.get(name, 80)
         module = importlib.import_module(f"gpu_parts.{name}")
-        row |= module.check(Context(device, args.quick, cap, started))
+        row |= module.check(Context(device, args.quick, cap, started, partial=args.row + ".partial"))
         row["status"] = "ok"
     except BaseException as exc:  # a part's failure is its row, whatever it is
         row |= {"status": "failed", "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
@@ -93,7 +95,9 @@ def spawn(name: str, args, hard_s: float) -> dict:
     """Run one part in a child process with a hard time limit; its output goes to gpu_check_<part>.log."""
     out = Path(args.out)
     row_path, log_path = out / f".{name}.row.json", out / f"gpu_check_{name}.log"
+    partial = Path(str(row_path) + ".partial")
     row_path.unlink(missing_ok=True)
+    partial.unlink(missing_ok=True)
     command = [sys.executable, str(Path(__file__).resolve()), "--part", name, "--row", str(row_path),
                "--device", args.device] + (["--quick"] if args.quick else []) + (
         ["--threads", str(args.threads)] if args.threads else [])
@@ -112,6 +116,9 @@ def spawn(name: str, args, hard_s: float) -> dict:
         tail = log_path.read_text()[-1500:]
         what = f"killed at its hard cap of {hard_s:.0f} s" if code == "timeout" else f"exited with {code}"
         row = {"part": name, "status": "failed", "error": f"the part's process {what} without a row", "log_tail": tail}
+        if partial.exists():  # what it measured before
+            row |= {"kept": json.loads(partial.read_text()), "error": row["error"] + " (what it kept: see kept)"}
+    partial.unlink(missing_ok=True)
     row["process_s"] = round(time.monotonic() - started, 1)
     return row
 
@@ -176,6 +183,9 @@ def markdown(env: dict, rows: list[dict]) -> str:
         lines.append("")
         if r.get("status") != "ok":
             lines += ["```", (r.get("traceback") or r.get("log_tail") or r.get("error", "")).rstrip(), "```", ""]
+            for key, value in (r.get("kept") or {}).items():
+                lines.append(f"- kept before it stopped, {key}: `{json.dumps(value, default=str)[:600]}`")
+            lines.append("")
             continue
         if r.get("sync_points"):
             lines.append("Sync points per step: " + "; ".join(f"`{k}` {_fmt(v)}" for k, v in r["sync_points"].items())
@@ -222,7 +232,7 @@ def main() -> int:
     rows = []
     for name in parts:
         left = args.budget_s - (time.monotonic() - started)
-        hard = min((QUICK_CAP_S if args.quick else CAPS_S[name]) + GRACE_S, left)
+        hard = min((QUICK_CAP_S if args.quick else CAPS_S.get(name, 80)) + GRACE_S, left)
         if hard < 5:
             rows.append({"part": name, "status": "failed", "error": "no time left in the check's budget"})
             continue

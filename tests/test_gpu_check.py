@@ -58,3 +58,20 @@ def test_a_part_that_hangs_or_fails_is_reported_and_the_check_goes_on(tmp_path):
     gpu_check.run_part("nonexistent", Namespace(**vars(args), row=str(row)))
     failed = json.loads(row.read_text())
     assert failed["status"] == "failed" and "nonexistent" in failed["traceback"]
+
+
+def test_what_a_killed_part_kept_is_reported(tmp_path, monkeypatch):
+    """A part killed at its hard cap after it kept a measurement (ctx.keep) is reported with that measurement."""
+    parts = tmp_path / "parts"
+    (parts / "gpu_parts").mkdir(parents=True)
+    real = ROOT / "benchmarks" / "gpu_parts" / "__init__.py"
+    (parts / "gpu_parts" / "__init__.py").write_text(real.read_text().replace(
+        "ROOT = Path(__file__).resolve().parents[2]", f"ROOT = Path({str(ROOT)!r})"))
+    (parts / "gpu_parts" / "slow.py").write_text(
+        "import time\n\ndef check(ctx):\n    ctx.keep('first', {'rate': 1.5})\n    time.sleep(60)\n")
+    script = parts / "gpu_check.py"
+    script.write_text((ROOT / "benchmarks" / "gpu_check.py").read_text())
+    monkeypatch.setattr(gpu_check, "__file__", str(script))
+    row = gpu_check.spawn("slow", Namespace(out=str(tmp_path), device="cpu", quick=True, threads=None), hard_s=8)
+    assert row["status"] == "failed" and "hard cap" in row["error"]
+    assert row["kept"] == {"first": {"rate": 1.5}}

@@ -13,12 +13,14 @@ code (the functions its rules call) at paper.yaml's sizes (tiny sizes with `ctx.
     projection    `projection(...)`: the paper plan's device-hours from the measured rate, next to today's estimate
     notes         anything a reader needs (what the step includes, what was left out and why)
 
-Parts budget their own time with `ctx.left()`; the harness also kills a part at its hard cap.
+Parts budget their own time with `ctx.left()`; the harness also kills a part at its hard cap, and then reports
+what the part saved with `ctx.keep(key, value)` as it went (a measurement done is not lost with the part).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import resource
 import time
 from pathlib import Path
@@ -37,6 +39,8 @@ class Context:
     quick: bool
     cap_s: float  # the part's own soft time cap, from its process start
     started: float = dataclasses.field(default_factory=time.monotonic)
+    partial: str | None = None  # where `keep` saves what the part has measured so far (JSON)
+    kept: dict = dataclasses.field(default_factory=dict)
 
     @property
     def cuda(self) -> bool:
@@ -45,6 +49,12 @@ class Context:
     def left(self) -> float:
         """Seconds left of the part's soft cap."""
         return self.cap_s - (time.monotonic() - self.started)
+
+    def keep(self, key: str, value) -> None:
+        """Save a measurement as soon as it is done: if the part is killed at its cap, the harness reports these."""
+        self.kept[key] = value
+        if self.partial:
+            Path(self.partial).write_text(json.dumps(self.kept, default=str))
 
     def synchronize(self) -> None:
         if self.cuda:

@@ -224,6 +224,7 @@ def check(ctx) -> dict:
     agent, timed = _play(ctx, section, num_envs, threads, False, min(0.25 * ctx.left(), 1.0 if quick else 18.0),
                          reserve=0.5 * ctx.left(), record=True)
     main = timed.window()
+    ctx.keep("main", main)
     memory = ctx.peak_memory_mb()  # the run's: acting, emulators' uploads and updates
     frames_per_update = main["frames"] / main["steps"]  # about steps x emulators x 4 (reset frames besides)
     obs = timed.last_obs

@@ -96,12 +96,14 @@ def check(ctx) -> dict:
         packs = [Pack(heaviest.iterations, tuple(small), (2, 2))]
         section = section | {"validation_size": 200, "test_size": 200}
     agree = _agreement(ctx, packs[0], section, 3 if ctx.quick else 10)
+    ctx.keep("agreement", agree)
     measured = []
     for pack in packs:  # the heaviest in full; the others while the time lasts (each builds its data for seconds)
         if measured and ctx.left() < (5 if ctx.quick else 20):
             break
         seconds = (1.5 if ctx.quick else 9.0) if not measured else min(4.0, 0.1 * ctx.left())
         measured.append(_measure(ctx, pack, section, seconds, ctx.cuda and not measured))
+        ctx.keep(pack.rule, measured[-1])
     unmeasured = packs[len(measured):]
 
     def plan_hours(mode: str) -> float | None:

@@ -217,11 +217,13 @@ def check(ctx) -> dict:
     for i, key in enumerate(MEASURED):
         if i == 2:  # the CPU comparison after the row and its MoE subpart
             agree_row = agree(ctx, sizes, batches["multilingual"], 2 if ctx.quick else 3)
+            ctx.keep("agreement", agree_row)
         seconds = 0.2 if ctx.quick else min(8.0, 0.15 * ctx.left())
         if measured and ctx.left() < (3 if ctx.quick else 15):
             notes.append("not measured for lack of time: " + ", ".join(f"{m} {d} {lam}" for m, d, lam in MEASURED[i:]))
             break
         measured[key] = measure(ctx, sizes, *key, batches[key[1]], seconds, syncs=i < 2)
+        ctx.keep(" ".join(map(str, key)), measured[key])
         if ctx.cuda:
             torch.cuda.empty_cache()  # the next learner may be 30 times larger
     model = StepModel(sizes, measured, notes)

@@ -84,9 +84,11 @@ def check(ctx: Context) -> dict:
             continue
         if model == R2D2:  # the row itself: its failure is the part's
             rows[model] = _measure(ctx, experiment, model, sizes, share, section, grid, cadences)
+            ctx.keep(f"{experiment} {model}", rows[model])
             continue
         try:
             rows[model] = _measure(ctx, experiment, model, sizes, share, section, grid, cadences)
+            ctx.keep(f"{experiment} {model}", rows[model])
         except Exception as exc:  # a subpart's failure is its row; the others still run
             rows[model] = {"preset": f"{experiment} {model}", "status": "failed",
                            "error": f"{type(exc).__name__}: {exc}"}

@@ -98,6 +98,7 @@ def check(ctx) -> dict:
     _, esn_s = _timed(ctx, lambda: reservoir.run(qa, "esn", seed, device=ctx.device))
     row |= {"job_s": job_s and round(job_s, 3), "first_chunk_s": round(first_s, 3), "esn_run_s": round(esn_s, 3),
             "scored_per_step": chunk_rules * q.scored, "chunk_parts_s": {k: round(v, 4) for k, v in parts.items()}}
+    ctx.keep("reservoir", row)
     row["agreement"] = _reservoir_agreement(ctx, qa, seed)
 
     def chunk_model(s: Sizes) -> float:  # a chunk's seconds on a task, scaled from Basic QA's parts
@@ -107,6 +108,7 @@ def check(ctx) -> dict:
     chunk_s = {t: chunk_model(s) for t, s in sizes.items()}
 
     subparts = [_sequence(ctx, qa, "transformer", "faithful", epochs, budget, notes)]
+    ctx.keep("transformer", subparts[0])
     if ctx.left() > 0.35 * budget:
         subparts.append(_sequence(ctx, qa, "lstm", "default", epochs, budget, notes))
     else:
