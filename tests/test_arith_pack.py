@@ -67,7 +67,8 @@ def test_a_padded_stream_is_each_runs_own_stream_then_zeros(fused):
 @pytest.mark.parametrize("model, iterations, rtol", [
     ("nac_add", 300, 1e-9), ("linear", 300, 1e-9),
     # NALU on addition at input 4 is chaotic early on: differences of 1e-16 at step 5 grow to 4% by step 50
-    ("nalu", 20, 1e-13),
+    # (2.1e-13 by step 20 on an AMD EPYC with AVX-512, under 1e-13 on the CPU this bound was first set on)
+    ("nalu", 20, 1e-12),
 ])
 def test_a_padded_pack_trains_each_run_as_alone_up_to_rounding(model, iterations, rtol):
     """Input sizes 4 and 20, hidden sizes 2 and 4 in one model, zero-padded to 20 and 4 with exact masks (float64):

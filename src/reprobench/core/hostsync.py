@@ -149,8 +149,8 @@ class HostSyncs(TorchFunctionMode):
 
 def _short(path: str) -> str:
     """A path from the package or checkout root, for readable names."""
-    for root in sys.path:
-        if root and path.startswith(root.rstrip("/") + "/") and "site-packages" not in root:
-            return path[len(root.rstrip("/")) + 1:]
+    roots = [r.rstrip("/") for r in sys.path if r and "site-packages" not in r and path.startswith(r.rstrip("/") + "/")]
+    if roots:  # the deepest: src/ rather than the checkout above it, when both are on the path
+        return path[len(max(roots, key=len)) + 1:]
     parts = Path(path).parts
     return str(Path(*parts[parts.index("reprobench"):])) if "reprobench" in parts else path
