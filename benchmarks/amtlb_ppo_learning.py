@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from reprobench.amtlb import published, runs
+from reprobench.amtlb import protocol, published, runs
 from reprobench.core import curves
 
 ATARI = {"repeat_action_probability": 0.25, "frameskip": 4, "noop_max": 30, "use_fire_reset": True,
@@ -34,7 +34,9 @@ def one_run(architecture: str, args, folder: Path) -> tuple:
              num_envs=args.envs, settings=ATARI, scale="benchmark", device=args.device, threads=args.threads)
     seconds = time.perf_counter() - start
     frame, _ = curves.read_curve(out)
-    return runs.episodes_frame(frame), seconds
+    rewards = runs.rewards_frame(frame)
+    c_final = protocol.cumulative(rewards["frame"], rewards["cumulative"], [args.frames])[0]  # every reward to t_max
+    return runs.episodes_frame(frame), seconds, c_final
 
 
 def main() -> None:
@@ -56,13 +58,13 @@ def main() -> None:
         cells = []
         for a in ("random", "ppo"):
             e = results[a][0]
-            block = e[(e["end_frame"] > lo) & (e["end_frame"] <= hi) & (e["truncated"] == 0)]["return"]
+            block = e[(e["end_frame"] > lo) & (e["end_frame"] <= hi) & (e["finished"] == 1)]["return"]
             cells.append((block.mean() if len(block) else float("nan"), len(block)))
         print(f"{hi:>12,} {cells[0][0]:>12.2f} {cells[0][1]:>5} {cells[1][0]:>10.2f} {cells[1][1]:>5}")
-    for a, (e, seconds) in results.items():
-        done = e[e["truncated"] == 0]["return"]
-        print(f"{a}: {len(e)} episodes, first-100 mean {done.head(100).mean():.2f}, last-100 mean "
-              f"{done.tail(100).mean():.2f}, best {done.max():.0f}, C(t_max) {e['return'].sum():.0f}, "
+    for a, (e, seconds, c_final) in results.items():
+        done = e[e["finished"] == 1]["return"]  # the episodes the emulator ended, as a monitor counts them
+        print(f"{a}: {len(done)} finished episodes, first-100 mean {done.head(100).mean():.2f}, last-100 mean "
+              f"{done.tail(100).mean():.2f}, best {done.max():.0f}, C(t_max) {c_final:.0f}, "
               f"{args.frames / seconds:,.0f} frames/s ({seconds:.0f} s)")
     ref = published.reference_scores(compared_only=False)
     ref = ref[ref["game"] == args.game]

@@ -149,7 +149,8 @@ def test_ale_frame_number_runs_on_through_autoresets():
 
 def test_frame_clock_steps_and_episodes():
     """Frameskip 4 with sticky actions: a step without an episode end moves the clock by exactly 4 per slot; the
-    100-frame cap (frames after the reset) cuts episodes at 100 + reset frames; episodes' frames sum to the clock."""
+    100-frame cap, counted with the reset frames, ends episodes within a step of 100 frames (ALE's own cap starts
+    after the reset frames: 101-128), truncated but not cut; episodes' frames sum to the clock."""
     settings = AtariSettings(max_num_frames_per_episode=100)
     envs = GameEnvs(QuotaSchedule({"breakout": 1200}, 4), num_envs=2, seed=4, settings=settings)
     try:
@@ -167,7 +168,7 @@ def test_frame_clock_steps_and_episodes():
         capped = [e for e in episodes if e.end_frame < 1200]  # every episode before the quota's last step
         assert len(capped) >= 6  # ~1200 frames / (2 slots) / ~115 frames per episode, per slot ~5
         for e in capped:
-            assert e.truncated and 100 <= e.frames <= 100 + RESET_MAX
+            assert e.truncated and not e.cut and 100 <= e.frames < 100 + FRAMESKIP
         assert sum(e.frames for e in episodes) == envs.frames["breakout"]
         assert sorted(e.index for e in episodes) == list(range(len(episodes)))
     finally:
@@ -332,3 +333,35 @@ def test_max_steps_without_reward_cuts_episodes():
             assert k * FRAMESKIP <= e.frames <= k * FRAMESKIP + RESET_MAX
     finally:
         envs.close()
+
+
+def test_rewards_are_logged_by_frame_partial_episodes_included():
+    """The reward log against the rewards and clock seen step by step here: after each step with rewards, the game's
+    clock and its rewards summed so far; C(quota) read from the log is every reward of a step that ended at or
+    before the quota's frame, the last, quota-cut episode's included."""
+    from reprobench.amtlb import protocol
+
+    n, quota = 3, 3000
+    envs = GameEnvs(QuotaSchedule({"space_invaders": quota}, 3), n, 3)
+    try:
+        envs.reset()
+        rng, steps, episodes = np.random.default_rng(3), [], []
+        while not envs.done:
+            _, rewards, _, finished = envs.step(rng.integers(0, N_ACTIONS, n))
+            steps.append((envs.frames["space_invaders"], float(rewards.sum())))
+            episodes += finished
+    finally:
+        envs.close()
+    log = envs.reward_log
+    assert log[0] == ("space_invaders", 0, 0.0)
+    expected, total = [("space_invaders", 0, 0.0)], 0.0
+    for frame, received in steps:
+        if received:
+            total += received
+            expected.append(("space_invaders", frame, total))
+    assert log == expected and total > 0
+    assert total == sum(e.episode_return for e in episodes)  # every reward, the cut episodes' included
+    assert any(e.cut and e.episode_return > 0 for e in episodes)  # the quota cut episodes that had scored
+    frames, sums = [f for _, f, _ in log], [v for _, _, v in log]
+    by_hand = sum(received for frame, received in steps if frame <= quota)
+    assert protocol.cumulative(frames, sums, [quota]).tolist() == [by_hand]

@@ -288,3 +288,22 @@ def test_no_host_syncs_in_the_update_and_one_per_agent_step():
     with HostSyncs() as syncs:
         drive(agent, rng, 2)  # steps 2 and 3 of a rollout: no update
     assert syncs.count == 2 and all(" act (cpu)" in point for point in syncs.points), syncs.points
+
+
+def test_the_learning_rate_at_the_10m_frame_point_matches_the_references():
+    """CleanRL and the SB3 zoo anneal over 10M agent steps = 40M frames: with 8 emulators at frameskip 4 that is
+    40M / 32 = 1,250,000 steps per slot, 1,250,000 // 128 = 9765 updates. After 10M frames (312,500 steps per slot,
+    2441 updates) the rate is 1 - 2441/9765 = 0.75003 of its start; annealed over the run's own 10M frames it would
+    be 1 - 2441/2441 = 0."""
+    from reprobench.amtlb.ppo import PPO
+    from reprobench.amtlb.runs import schedule_steps
+
+    reference = PPO(8, 0, "cpu", schedule_steps(40_000_000, 1, 4, 8))
+    own = PPO(8, 0, "cpu", schedule_steps(10_000_000, 1, 4, 8))
+    assert (reference.total_steps, reference.total_updates, own.total_updates) == (1_250_000, 9765, 2441)
+    for agent in (reference, own):
+        agent.updates = 312_500 // 128
+    assert reference.current_lr() == pytest.approx(2.5e-4 * (1 - 2441 / 9765))
+    assert reference.current_lr() / 2.5e-4 == pytest.approx(0.75, abs=1e-4)
+    assert own.current_lr() == 0.0
+    assert schedule_steps(40_000_000, 47, 4, 8) == 47 * 1_250_000  # pre-training on 47 games: 40M frames each

@@ -188,29 +188,36 @@ def test_frame_grid():
     assert err.value.key == "amtlb.points"
 
 
-def test_cumulative_score_on_hand_made_episodes():
-    # episodes (end frame, return): (30, 5) (10, 2) (20, -1) (20, 4) (50, 10), given out of order, two ending at 20
-    end, ret = [30, 10, 20, 20, 50], [5.0, 2.0, -1.0, 4.0, 10.0]
+def test_cumulative_score_counts_every_reward_up_to_t():
+    # a game's rewards by frame (the log: frame after the step, rewards summed so far): +2 at 10, -1 at 20 (sum 1),
+    # +4 at 20 again (a second step ending at the same frame can't happen, but a sum is a sum: 5), +5 at 30 (10),
+    # +10 at 50 (20)
+    frames, sums = [0, 10, 20, 20, 30, 50], [0.0, 2.0, 1.0, 5.0, 10.0, 20.0]
     grid = [5, 10, 20, 25, 30, 50, 60]
-    # t=5: none ended; 10: 2; 20: 2 - 1 + 4 = 5 (both ties count); 25: 5; 30: 5 + 5 = 10; 50 and 60: 20
-    expected = [0.0, 2.0, 5.0, 5.0, 10.0, 20.0, 20.0]
-    assert cumulative(end, ret, grid).tolist() == expected
-    rng = np.random.default_rng(0)
-    for _ in range(5):
-        p = rng.permutation(5)
-        assert cumulative(np.array(end)[p], np.array(ret)[p], grid).tolist() == expected
+    # t=5: nothing yet; 10: 2; 20: the last entry at 20, 5; 25: 5; 30: 10; 50 and 60: 20
+    assert cumulative(frames, sums, grid).tolist() == [0.0, 2.0, 5.0, 5.0, 10.0, 20.0, 20.0]
     assert cumulative([], [], [1, 2]).tolist() == [0.0, 0.0]
-    with pytest.raises(ValueError, match="2 end frames but 3 returns"):
+    with pytest.raises(ValueError, match="2 frames but 3 sums"):
         cumulative([1, 2], [1.0, 2.0, 3.0], [5])
     with pytest.raises(ValueError, match="NaN"):
         cumulative([1], [float("nan")], [5])
+    with pytest.raises(ValueError, match="decrease"):
+        cumulative([10, 5], [1.0, 2.0], [5])
+
+
+def test_a_quota_cut_episode_counts_its_rewards():
+    """One slot, budget 100 frames: an episode of +3 (ends at frame 60), then one the quota cuts at frame 104 after
+    +1 at frame 70 and +2 at 90 (and +1 in the last step, at 104, past the budget). Counting finished episodes only,
+    C(100) would be 3; every reward up to frame 100 gives 3 + 1 + 2 = 6."""
+    frames, sums = [0, 40, 60, 70, 90, 104], [0.0, 1.0, 3.0, 4.0, 6.0, 7.0]
+    assert cumulative(frames, sums, [50, 100]).tolist() == [1.0, 6.0]
 
 
 def test_cumulative_by_game_uses_each_games_own_clock():
-    # a generalist's episodes: each game's end_frame counts frames of that game only
-    eps = pd.DataFrame({"game": ["pong", "breakout", "pong", "breakout"], "end_frame": [40, 30, 100, 90],
-                        "episode_return": [-21.0, 2.0, -19.0, 5.0]})
-    out = cumulative_by_game(eps, [50, 100])
+    # a generalist's rewards by frame: each game's frames count frames of that game only
+    rewards = pd.DataFrame({"game": ["pong", "breakout", "pong", "breakout", "pong", "breakout"],
+                            "frame": [0, 0, 40, 30, 100, 90], "cumulative": [0.0, 0.0, -21.0, 2.0, -40.0, 7.0]})
+    out = cumulative_by_game(rewards, [50, 100])
     assert out.columns.tolist() == ["game", "t", "cumulative"]
     got = {(g, t): c for g, t, c in out.itertuples(index=False)}
     assert got == {("breakout", 50): 2.0, ("breakout", 100): 7.0, ("pong", 50): -21.0, ("pong", 100): -40.0}
@@ -314,12 +321,13 @@ def test_two_level_average_over_games_then_folds():
     assert math.isnan(row["fold_sd"])
 
 
-def test_average_can_leave_out_sign_flips_and_averages_seeds_first():
+def test_averages_leave_out_sign_flips_by_default_and_average_seeds_first():
     frame = two_folds()
     frame.loc[(frame.game == "d") & (frame.t == 10), "sign_flip"] = True
-    row = transfer_table(frame, exclude_sign_flip=True).set_index(["t", "measure"]).loc[(10, "r")]
-    assert (row["mean"], row["n_sign_flip"]) == (2.5, 1)  # fold 1 is then c alone: (4 + 1) / 2
-    assert transfer_table(frame).set_index(["t", "measure"]).loc[(10, "r"), "mean"] == 3.0
+    row = transfer_table(frame).set_index(["t", "measure"]).loc[(10, "r")]
+    # fold 1 is then c alone: (4 + 1) / 2; 2 games averaged, 1 flip and 1 undefined counted
+    assert (row["mean"], row["n_games"], row["n_sign_flip"], row["n_undefined"]) == (2.5, 2, 1, 1)
+    assert transfer_table(frame, exclude_sign_flip=False).set_index(["t", "measure"]).loc[(10, "r"), "mean"] == 3.0
     # two seeds of game a (2 and 6) count as one game of value 4
     seeds = pd.concat([two_folds().assign(seed=0), two_folds().assign(seed=1)], ignore_index=True)
     seeds.loc[(seeds.game == "a") & (seeds.t == 10), "value"] = [2.0, 6.0]
@@ -338,6 +346,19 @@ def test_average_of_measures_frame_rows():
     assert table.loc[(100, "r"), "mean"] == 0.75
     assert table.loc[(100, "faithful"), "mean"] == -0.75
     assert table.loc[(100, "ratio"), "n_undefined"] == 1
+
+
+def test_a_sign_flip_reads_backwards_and_is_left_out():
+    """Pong, C_pre = -27 (better) over C_fresh = -41: ratio 27/41 = 0.6585, r = -0.3415 reads as "transfer hurt",
+    flagged; with another test game of ratio 2 the fold's mean is 2 (the flipped value left out, counted)."""
+    frame = pd.concat([measures_frame(0, "pong", [100], [-27.0], [-41.0]),
+                       measures_frame(0, "breakout", [100], [20.0], [10.0])], ignore_index=True)
+    pong = frame[(frame.game == "pong") & (frame.measure == "r")].iloc[0]
+    assert pong["value"] == pytest.approx(27 / 41 - 1) and pong["sign_flip"]
+    row = transfer_table(frame).set_index(["t", "measure"]).loc[(100, "ratio")]
+    assert (row["mean"], row["n_games"], row["n_sign_flip"], row["n_values"]) == (2.0, 1, 1, 2)
+    kept = transfer_table(frame, exclude_sign_flip=False).set_index(["t", "measure"]).loc[(100, "ratio")]
+    assert kept["mean"] == pytest.approx((27 / 41 + 2) / 2)
 
 
 # --- multitask ------------------------------------------------------------------------------------------------------

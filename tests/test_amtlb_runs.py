@@ -10,9 +10,9 @@ import pytest
 
 from reprobench.amtlb import grid, runs, summary
 from reprobench.core import curves
-from reprobench.core.errors import ConfigError
+from reprobench.core.errors import ConfigError, ResultsFileError
 
-Ep = namedtuple("Ep", "slot game index episode_return frames end_frame truncated")
+Ep = namedtuple("Ep", "slot game index episode_return frames end_frame truncated cut", defaults=(False,))
 
 
 def section(**edit):
@@ -25,24 +25,31 @@ def section(**edit):
     return cfg
 
 
-def write_run(path, experiment, model, seed, games, episodes, fold=None):
+def write_run(path, experiment, model, seed, games, episodes, rewards, fold=None):
+    """`rewards`: {game: [(frame, the game's rewards summed up to it)]}, the entries after (game, 0, 0.0)."""
     record = curves.provenance(paper="amtlb2017", experiment=experiment, model=model, seed=seed, scale="small",
                                variant="faithful", setting={"games": games, "fold": fold}, config={}, device="cpu",
                                start=0, end=0, wall_time_s=0)
-    curves.write_curve(runs.episode_rows(seed, episodes), path, record)
+    log = [(g, 0, 0.0) for g in games] + [(g, f, v) for g in games for f, v in rewards.get(g, [])]
+    curves.write_curve(runs.episode_rows(seed, episodes, log), path, record)
 
 
 def test_episode_rows_keep_every_measure_and_the_per_game_running_score():
     eps = [Ep(0, "pong", 0, -21.0, 3000, 3000, False), Ep(1, "breakout", 0, 2.0, 800, 800, False),
-           Ep(0, "pong", 1, -19.0, 3100, 6100, True)]
-    frame = runs.episodes_frame(_frame(runs.episode_rows(7, eps)))
+           Ep(0, "pong", 1, -19.0, 3100, 6100, True, True)]
+    log = [("pong", 0, 0.0), ("breakout", 0, 0.0), ("breakout", 790, 2.0), ("pong", 2990, -21.0)]
+    rows = _frame(runs.episode_rows(7, eps, log))
+    frame = runs.episodes_frame(rows)
     assert frame["step"].tolist() == [0, 1, 2]
     assert frame["game"].tolist() == ["pong", "breakout", "pong"]
     assert frame["return"].tolist() == [-21.0, 2.0, -19.0]
     assert frame["cumulative_score"].tolist() == [-21.0, 2.0, -40.0]  # per game: -21, then -21 - 19
     assert frame["end_frame"].tolist() == [3000, 800, 6100]
     assert frame["truncated"].tolist() == [0.0, 0.0, 1.0]
+    assert frame["finished"].tolist() == [1.0, 1.0, 0.0]  # the last one cut by the benchmark
     assert set(frame["seed"]) == {7}
+    rewards = runs.rewards_frame(rows)
+    assert list(rewards.itertuples(index=False, name=None)) == [(g, f, v) for g, f, v in log]
 
 
 def _frame(rows):
@@ -108,15 +115,21 @@ def test_play_hands_the_previous_reward_and_the_episode_starts_to_the_architectu
 
 
 def test_aggregate_computes_c_t_and_every_ratio_by_hand(tmp_path):
-    # budget 100 frames, grid 50, 100; fresh: 2 at 40, 2 at 90 -> C = 2, 4; transfer: 6 at 50, 2 at 100 -> 6, 8;
-    # random: 1 at 30, 0 at 80 -> 1, 1. ratio 3, 2; r 2, 1; faithful -2, -1; normalised (6-1)/(2-1) = 5, 7/3.
+    # budget 100 frames, grid 50, 100. C(t) is every reward received up to frame t:
+    # fresh: +2 by 40, +2 by 90 -> C = 2, 4; then an episode the quota cuts (+9 at frame 103, past the budget)
+    # random: +1 at 30 -> 1, 1
+    # transfer: +6 at 50 (an episode ending there), then an episode the quota cuts at frame 104: +1 at 70, +1 at 100
+    # (and +5 at 104, past the budget) -> C = 6, 8. Counting finished episodes only, C(100) would be 6.
+    # ratio 6/2 = 3, 8/4 = 2; r 2, 1; faithful -2, -1; normalised (6-1)/(2-1) = 5, (8-1)/(4-1) = 7/3.
     paths = [tmp_path / "fresh.parquet", tmp_path / "random.parquet", tmp_path / "transfer.parquet"]
-    write_run(paths[0], "fresh", "ppo", 0, ["pong"], [Ep(0, "pong", 0, 2, 40, 40, False),
-                                                      Ep(0, "pong", 1, 2, 50, 90, False)])
+    write_run(paths[0], "fresh", "ppo", 0, ["pong"],
+              [Ep(0, "pong", 0, 2, 40, 40, False), Ep(0, "pong", 1, 2, 50, 90, False),
+               Ep(0, "pong", 2, 9, 14, 104, True, True)], {"pong": [(40, 2.0), (90, 4.0), (103, 13.0)]})
     write_run(paths[1], "fresh", "random", 0, ["pong"], [Ep(0, "pong", 0, 1, 30, 30, False),
-                                                         Ep(0, "pong", 1, 0, 50, 80, False)])
-    write_run(paths[2], "transfer", "ppo", 0, ["pong"], [Ep(0, "pong", 0, 6, 50, 50, False),
-                                                         Ep(0, "pong", 1, 2, 50, 100, True)], fold=1)
+                                                         Ep(0, "pong", 1, 0, 50, 80, False)], {"pong": [(30, 1.0)]})
+    write_run(paths[2], "transfer", "ppo", 0, ["pong"],
+              [Ep(0, "pong", 0, 6, 50, 50, False), Ep(0, "pong", 1, 7, 54, 104, True, True)],
+              {"pong": [(50, 6.0), (70, 7.0), (100, 8.0), (104, 13.0)]}, fold=1)
     out = summary.aggregate([str(p) for p in paths], frames_per_game=100, points=2, eps=1.0)
     t = out["transfer"].pivot_table(index="t", columns="measure", values="value")
     assert t.index.tolist() == [50, 100]
@@ -126,19 +139,34 @@ def test_aggregate_computes_c_t_and_every_ratio_by_hand(tmp_path):
     np.testing.assert_allclose(t["normalised"], [5.0, 7.0 / 3.0])
     assert set(out["transfer"]["fold"]) == {1}
     scores = out["scores"].set_index("run")
+    # last-100 and best over finished episodes only: the cut +9 is not an episode a monitor would count
     assert scores.loc["specialist", "last100"] == 2.0 and scores.loc["specialist", "best"] == 2.0
+    assert (scores.loc["specialist", "episodes"], scores.loc["specialist", "cut"]) == (2, 1)
     assert scores.loc["specialist", "c_final"] == 4.0 and scores.loc["random", "c_final"] == 1.0
+
+
+def test_a_curve_without_rewards_by_frame_is_refused(tmp_path):
+    path = tmp_path / "old.parquet"
+    record = curves.provenance(paper="amtlb2017", experiment="fresh", model="ppo", seed=0, scale="small",
+                               variant="faithful", setting={"games": ["pong"], "fold": None}, config={}, device="cpu",
+                               start=0, end=0, wall_time_s=0)
+    rows = runs.episode_rows(0, [Ep(0, "pong", 0, 2, 40, 40, False)])
+    keep = [i for i, m in enumerate(rows["metric"]) if m != "finished"]  # as written before issue 24
+    curves.write_curve({k: [v[i] for i in keep] for k, v in rows.items()}, path, record)
+    with pytest.raises(ResultsFileError, match="no rewards by frame"):
+        summary.aggregate([str(path)], frames_per_game=100, points=2, eps=1.0)
 
 
 def test_the_generalist_is_scored_per_game_on_that_game_s_clock(tmp_path):
     path = tmp_path / "generalist.parquet"
     write_run(path, "generalist", "ppo", 0, ["pong", "breakout"],
               [Ep(0, "pong", 0, -3, 60, 60, False), Ep(1, "breakout", 0, 5, 40, 40, False),
-               Ep(0, "breakout", 1, 1, 70, 110, False), Ep(1, "pong", 1, -1, 30, 90, True)])
+               Ep(0, "breakout", 1, 1, 70, 110, False), Ep(1, "pong", 1, -1, 30, 90, True)],
+              {"pong": [(20, -1.0), (60, -3.0), (90, -4.0)], "breakout": [(40, 5.0), (105, 6.0)]})
     out = summary.aggregate([str(path)], frames_per_game=100, points=2, eps=1.0)
     m = out["multitask"].set_index(["game", "t"])["cumulative"]
-    assert m[("pong", 50)] == 0.0 and m[("pong", 100)] == -4.0
-    assert m[("breakout", 50)] == 5.0 and m[("breakout", 100)] == 5.0  # the 110-frame episode ends past the grid
+    assert m[("pong", 50)] == -1.0 and m[("pong", 100)] == -4.0  # -1 at frame 20, within the unfinished episode
+    assert m[("breakout", 50)] == 5.0 and m[("breakout", 100)] == 5.0  # the +1 at frame 105 is past the grid
 
 
 def test_the_grid_plans_every_run_of_the_protocol():

@@ -28,8 +28,9 @@ class Architecture:
 
     def __init__(self, num_envs: int, seed: int, device: str = "cpu", total_steps: int | None = None):
         """`num_envs` slots; `seed` makes the run reproducible; `device` is "cpu" or "cuda[:N]"; `total_steps` is the
-        number of agent steps per slot the coming run will take (for schedules such as a learning-rate annealing;
-        None when unknown; it may be ignored)."""
+        horizon of schedules such as a learning-rate annealing, in agent steps per slot:
+        `amtlb.schedule_frames_per_game` frames per game of the run (default 40M, the 10M agent steps of the PPO
+        references), or the run's own length where that is null (None when unknown; it may be ignored)."""
         self.num_envs, self.seed, self.device, self.total_steps = num_envs, seed, device, total_steps
 
     def act(self, observations: np.ndarray, rewards: np.ndarray, episode_starts: np.ndarray) -> np.ndarray:

@@ -26,6 +26,12 @@ episode. Reset frames are counted when the slot starts that episode (a reset epi
 slot's next game is another one, is not counted), so every counted frame belongs to exactly one Episode and a run's
 clock equals the sum of its episodes' frames. With full_action_space every game has FIRE, so use_fire_reset fires
 once at every reset.
+
+Rewards by frame (`reward_log`): the original accumulated every reward as it came (a cumulative score that moves at
+every step, partial episodes included), so the cumulative score C(t) of a game is the sum of the raw rewards its
+slots received up to frame t of its clock. GameEnvs logs, after every agent step in which a game's slots received a
+nonzero total, (game, the game's clock after the step, the game's rewards summed so far), starting with (game, 0,
+0.0) for every game: C(t) is the value of the last entry of the game at or before t (protocol.cumulative).
 """
 
 from __future__ import annotations
@@ -161,6 +167,7 @@ class Episode:
     frames: int  # emulator frames of this episode (no-op and fire-reset frames included)
     end_frame: int  # the game's frame clock at the episode's end (frames of this game consumed so far, all slots)
     truncated: bool  # cut by the quota, the frame cap, max_steps_without_reward, or a resume
+    cut: bool = False  # ended by the benchmark (the quota, max_steps_without_reward, a resume), not by the emulator
 
 
 class _Bank:
@@ -257,6 +264,8 @@ class GameEnvs:
             raise ValueError(f"one AtariVectorEnv runs one game; the schedule has {len(schedule.games)}")
         self.rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), 1])))  # emulator seeds
         self.frames: dict[str, int] = dict.fromkeys(schedule.games, 0)
+        self.reward_log: list[tuple[str, int, float]] = [(g, 0, 0.0) for g in schedule.games]  # module docstring
+        self._reward_sum: dict[str, float] = dict.fromkeys(schedule.games, 0.0)
         self.done = schedule.done
         self._next_index: dict[str, int] = dict.fromkeys(schedule.games, 0)
         n = self.num_envs
@@ -300,11 +309,11 @@ class GameEnvs:
         self._idle = keep
 
     # --- episodes ----------------------------------------------------------------------------------------------
-    def _close(self, slot: int, truncated: bool) -> Episode:
+    def _close(self, slot: int, truncated: bool, cut: bool) -> Episode:
         game = self._game[slot]
         episode = Episode(slot=slot, game=game, index=int(self._index[slot]),
                           episode_return=float(self._return[slot]), frames=int(self._ep_frames[slot]),
-                          end_frame=self.frames[game], truncated=bool(truncated))
+                          end_frame=self.frames[game], truncated=bool(truncated), cut=bool(cut))
         self._game[slot] = None
         return episode
 
@@ -366,7 +375,7 @@ class GameEnvs:
         self._carried = []
         for slot in range(self.num_envs):
             if self._game[slot] is not None:
-                closed.append(self._close(slot, truncated=True))
+                closed.append(self._close(slot, truncated=True, cut=True))
         if self.pooled:
             for slot in range(self.num_envs):
                 if self._slot_bank[slot] is not None:
@@ -413,6 +422,14 @@ class GameEnvs:
         for game, f in per_game.items():
             self.frames[game] += f
             self.schedule.consume(game, f)
+        received: dict[str, float] = {}  # each game's rewards of this step, summed in slot order
+        for slot in np.flatnonzero(rewards):
+            game = self._game[slot]
+            received[game] = received.get(game, 0.0) + float(rewards[slot])
+        for game, total in received.items():
+            if total != 0.0:
+                self._reward_sum[game] += total
+                self.reward_log.append((game, self.frames[game], self._reward_sum[game]))
         self._return += rewards
         self._ep_frames += step_frames
         self._no_reward = np.where(rewards > 0, 0, self._no_reward + 1)
@@ -421,10 +438,14 @@ class GameEnvs:
         no_reward = self._no_reward >= cap if cap is not None else np.zeros(n, dtype=bool)
         remaining = self.schedule.remaining
         spent = np.array([remaining[g] == 0 for g in self._game])
-        ending = ended_by_game | no_reward | spent
+        # the frame cap counted with the reset frames (ALE's own starts after them: a cap of 400 gave 401-427 frames);
+        # like ALE's, an episode it ends is truncated but not cut (a monitor counts it as an episode)
+        capped = self._ep_frames >= self.settings.max_num_frames_per_episode
+        ending = ended_by_game | no_reward | spent | capped
         finished = []
         for slot in np.flatnonzero(ending):
-            finished.append(self._close(int(slot), truncated=not terminated[slot]))
+            cut = not (ended_by_game[slot] or capped[slot])
+            finished.append(self._close(int(slot), truncated=not terminated[slot], cut=cut))
             if not ended_by_game[slot]:
                 bank, i = self._emulator(int(slot))
                 bank.pending[i] = -1  # cut mid-episode
@@ -445,6 +466,7 @@ class GameEnvs:
         carried = [dataclasses.asdict(e) for e in self._carried]
         return {"num_envs": self.num_envs, "settings": dataclasses.asdict(self.settings), "frames": dict(self.frames),
                 "next_index": dict(self._next_index), "open": open_episodes, "carried": carried,
+                "reward_log": [list(entry) for entry in self.reward_log], "reward_sum": dict(self._reward_sum),
                 "rng": self.rng.bit_generator.state, "schedule": self.schedule.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
@@ -461,13 +483,18 @@ class GameEnvs:
         self.rng.bit_generator.state = state["rng"]
         self.frames = {g: int(state["frames"][g]) for g in self.schedule.games}
         self._next_index = {g: int(state["next_index"][g]) for g in self.schedule.games}
+        if "reward_log" not in state:
+            raise ValueError("the state was saved before GameEnvs logged rewards by frame (C(t) needs them): start the "
+                             "run again")
+        self.reward_log = [(str(g), int(t), float(v)) for g, t, v in state["reward_log"]]
+        self._reward_sum = {g: float(state["reward_sum"][g]) for g in self.schedule.games}
         self._carried = [Episode(**e) for e in state["carried"]]
         for slot, e in enumerate(state["open"]):
             self._game[slot] = None
             if e is not None:
                 self._carried.append(Episode(slot=slot, game=e["game"], index=int(e["index"]),
                                              episode_return=float(e["episode_return"]), frames=int(e["frames"]),
-                                             end_frame=self.frames[e["game"]], truncated=True))
+                                             end_frame=self.frames[e["game"]], truncated=True, cut=True))
         self.done = self.schedule.done
 
     def close(self) -> None:

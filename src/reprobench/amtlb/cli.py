@@ -28,6 +28,8 @@ def register(sub) -> None:
     t.add_argument("--fold", type=int)
     t.add_argument("--frames-per-game", type=int, required=True)
     t.add_argument("--num-envs", type=int, required=True)
+    t.add_argument("--schedule-frames-per-game", type=_int_or_none, required=True,
+                   help="the horizon of the architecture's schedules in frames per game, or None: the run's budget")
     t.add_argument("--atari", required=True, help="JSON of atari.AtariSettings' fields")
     t.add_argument("--load-weights", help="transfer: the fold's saved weights")
     t.add_argument("--save-weights", help="pretrain: where the trained instance's weights go")
@@ -63,6 +65,10 @@ def register(sub) -> None:
     t.set_defaults(func=cmd_compare)
 
 
+def _int_or_none(text: str) -> int | None:
+    return None if text in ("None", "null") else int(text)
+
+
 def cmd_parameters(args) -> None:
     from reprobench.amtlb.protocol import BenchmarkParms
 
@@ -74,7 +80,8 @@ def cmd_train(args) -> None:
     from reprobench.amtlb import runs
 
     runs.run(args.kind, args.architecture, args.games, args.seed, args.out, frames_per_game=args.frames_per_game,
-             num_envs=args.num_envs, settings=json.loads(args.atari), scale=args.scale, device=args.device,
+             num_envs=args.num_envs, schedule_frames_per_game=args.schedule_frames_per_game,
+             settings=json.loads(args.atari), scale=args.scale, device=args.device,
              threads=args.threads, fold=args.fold, load_weights=args.load_weights, save_weights=args.save_weights,
              checkpoint=args.checkpoint, checkpoint_minutes=args.checkpoint_minutes)
 

@@ -5,10 +5,12 @@ Pure numpy/pandas: nothing here touches an emulator or a network (specs/amtlb.md
 
 Reading of the README taken here (docs/DEVIATIONS.md, AMTLB section):
 * The clock is emulator frames of the game being scored (the game's own clock, no-op and fire-reset frames
-  included). C(t) is the sum of the raw returns of every episode that ended at or before frame t of that game.
+  included). C(t) is the sum of the raw rewards received up to frame t of that game, episodes in progress included
+  (the original accumulated every reward as it came; specs 1.7 item 3, docs/DEVIATIONS.md AM13).
 * `ratio = C_pre / C_fresh`, `r = ratio - 1` (positive: pre-training on other games helps), the README's literal
   `faithful = 1 - C_pre / C_fresh`, and the random-agent-normalised `(C_pre - C_rand) / (C_fresh - C_rand)`.
-* A ratio is averaged over the test games of a fold (or trial), then over folds.
+* A ratio is averaged over the test games of a fold (or trial), then over folds; by default without the values whose
+  denominator is negative (sign flips: they read backwards), each average counting what it left out (AM2).
 """
 
 from __future__ import annotations
@@ -188,34 +190,31 @@ def frame_grid(frames_per_game: int, points: int, key: str = "amtlb.curve_points
     return np.arange(1, points + 1, dtype=np.int64) * np.int64(frames_per_game) // np.int64(points)
 
 
-def cumulative(end_frames, returns, grid) -> np.ndarray:
-    """The cumulative raw score C(t) at each t of `grid` (float64): the sum of the returns of every episode whose
-    end frame is <= t. Episodes may come in any order; the sum is taken in (end frame, return) order, so the same
-    episodes give the same bits whatever their order.
-
-    Pass every episode of the run, truncated ones included (the original summed every reward earned within the
-    budget). Resolution is one episode: an episode's return counts at its end, not as it is earned.
-    """
-    end = np.asarray(end_frames, dtype=np.int64).reshape(-1)
-    ret = np.asarray(returns, dtype=np.float64).reshape(-1)
-    if end.shape != ret.shape:
-        raise ValueError(f"{end.size} end frames but {ret.size} returns")
-    if not np.isfinite(ret).all():
-        raise ValueError("an episode return is NaN or infinite")
-    order = np.lexsort((ret, end))
-    running = np.concatenate([[0.0], np.cumsum(ret[order])])
-    # episodes ended at or before t: side="right" counts an episode ending exactly at t
-    return running[np.searchsorted(end[order], np.asarray(grid, dtype=np.int64), side="right")]
+def cumulative(frames, sums, grid) -> np.ndarray:
+    """The cumulative raw score C(t) at each t of `grid` (float64) from one game's rewards by frame (atari.GameEnvs'
+    reward_log): `sums[i]` is the game's rewards summed up to frame `frames[i]` of its clock, entries in the order
+    logged (frames nondecreasing). C(t) is the sum at the last entry at or before t, 0 before the first: every
+    reward received up to frame t, the partial episode a quota cuts included."""
+    at = np.asarray(frames, dtype=np.int64).reshape(-1)
+    total = np.asarray(sums, dtype=np.float64).reshape(-1)
+    if at.shape != total.shape:
+        raise ValueError(f"{at.size} frames but {total.size} sums")
+    if not np.isfinite(total).all():
+        raise ValueError("a cumulative reward is NaN or infinite")
+    if (np.diff(at) < 0).any():
+        raise ValueError("the frames of a reward log must not decrease")
+    # the last entry with frame <= t: side="right" counts a reward received exactly at t
+    index = np.searchsorted(at, np.asarray(grid, dtype=np.int64), side="right") - 1
+    return np.where(index >= 0, total[np.maximum(index, 0)], 0.0) if total.size else np.zeros(np.shape(grid))
 
 
-def cumulative_by_game(episodes: pd.DataFrame, grid, end_frame: str = "end_frame",
-                       episode_return: str = "episode_return") -> pd.DataFrame:
-    """C(t) of each game of a run's episodes (columns game, end_frame, episode_return) on `grid`: columns game, t,
-    cumulative. For the generalist this is each game's score against frames of that game (end_frame is the game's
-    own clock), the curve to set beside that game's specialist."""
+def cumulative_by_game(rewards: pd.DataFrame, grid) -> pd.DataFrame:
+    """C(t) of each game of a run's rewards by frame (columns game, frame, cumulative; runs.rewards_frame) on `grid`:
+    columns game, t, cumulative. For the generalist this is each game's score against frames of that game (the log's
+    frames are the game's own clock), the curve to set beside that game's specialist."""
     grid = np.asarray(grid, dtype=np.int64)
-    parts = [pd.DataFrame({"game": game, "t": grid, "cumulative": cumulative(g[end_frame], g[episode_return], grid)})
-             for game, g in episodes.groupby("game", sort=True)]
+    parts = [pd.DataFrame({"game": game, "t": grid, "cumulative": cumulative(g["frame"], g["cumulative"], grid)})
+             for game, g in rewards.groupby("game", sort=True)]
     if not parts:
         return pd.DataFrame({"game": pd.Series(dtype=str), "t": pd.Series(dtype=np.int64),
                              "cumulative": pd.Series(dtype=float)})
@@ -304,7 +303,7 @@ def measures_frame(fold: int, game: str, t, c_pre, c_fresh, c_rand=None, eps: fl
 
 
 # --- averaging over games and folds ---------------------------------------------------------------------------------
-def _per_game(frame: pd.DataFrame, exclude_sign_flip: bool) -> pd.DataFrame:
+def _per_game(frame: pd.DataFrame, exclude_sign_flip: bool = True) -> pd.DataFrame:
     """One value per (fold, game, t, measure): the seeds' mean where a seed column is present."""
     need = {"fold", "game", "t", "measure", "value"}
     if not need <= set(frame.columns):
@@ -327,16 +326,17 @@ def _per_game(frame: pd.DataFrame, exclude_sign_flip: bool) -> pd.DataFrame:
     return df
 
 
-def fold_means(frame: pd.DataFrame, exclude_sign_flip: bool = False) -> pd.DataFrame:
+def fold_means(frame: pd.DataFrame, exclude_sign_flip: bool = True) -> pd.DataFrame:
     """Per (fold, t, measure): the mean over the fold's test games of the defined values (NaN-aware), with
-    n_games (games with a value), n_test (test games), n_undefined and n_sign_flip (rows flagged)."""
+    n_games (games with a value), n_test (test games), n_undefined and n_sign_flip (rows flagged). Sign-flipped
+    values are left out unless `exclude_sign_flip` is False (they are counted either way)."""
     df = _per_game(frame, exclude_sign_flip)
     return df.groupby(["fold", "t", "measure"], sort=True).agg(
         mean=("value", "mean"), n_games=("value", "count"), n_test=("value", "size"),
         n_undefined=("undefined", "sum"), n_sign_flip=("sign_flip", "sum")).reset_index()
 
 
-def transfer_table(frame: pd.DataFrame, exclude_sign_flip: bool = False) -> pd.DataFrame:
+def transfer_table(frame: pd.DataFrame, exclude_sign_flip: bool = True) -> pd.DataFrame:
     """The README's two-level average of long transfer rows (columns fold, game, t, measure, value[, seed,
     undefined, sign_flip], as measures_frame writes): first over the test games of each fold, then over folds.
 
@@ -345,8 +345,10 @@ def transfer_table(frame: pd.DataFrame, exclude_sign_flip: bool = False) -> pd.D
     fold_sd, fold_min, fold_max, n_folds: spread (sd with ddof 1) and count of those fold means;
     game_sd, game_min, game_max, n_games: spread and count of the per-game values themselves, pooled over folds;
     n_values, n_undefined, n_sign_flip: rows in all, and how many were undefined or sign-flipped.
-    With a seed column the seeds of each (fold, game) are averaged first. exclude_sign_flip drops the flagged
-    values from every average."""
+    With a seed column the seeds of each (fold, game) are averaged first. By default the sign-flipped values are
+    left out of every average (a negative denominator makes a ratio read backwards: C_pre = -27 over C_fresh = -41
+    gives 0.66 although the pre-trained instance did better); exclude_sign_flip=False keeps them in. Either way
+    n_sign_flip and n_undefined count them, and n_games counts the values averaged."""
     games = _per_game(frame, exclude_sign_flip)
     folds = fold_means(frame, exclude_sign_flip)
     by_fold = folds.groupby(["t", "measure"], sort=True).agg(
@@ -361,7 +363,8 @@ def transfer_table(frame: pd.DataFrame, exclude_sign_flip: bool = False) -> pd.D
 # --- multitask ------------------------------------------------------------------------------------------------------
 def absolute_scores(returns_in_order, last: int = LAST_EPISODES) -> tuple[float, float]:
     """(mean of the last `last` episode returns, best episode return) of episodes given in the order they ended;
-    fewer episodes than `last` average what there is; none gives (NaN, NaN)."""
+    fewer episodes than `last` average what there is; none gives (NaN, NaN). Pass finished episodes only, as the
+    reference monitors count them (an episode the quota cuts is not one)."""
     if not _is_int(last) or last < 1:
         raise ValueError(f"last must be a positive integer, got {last!r}")
     x = np.asarray(returns_in_order, dtype=np.float64).reshape(-1)

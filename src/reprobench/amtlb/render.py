@@ -23,34 +23,53 @@ def _final(transfer: pd.DataFrame) -> pd.DataFrame:
     return transfer[transfer["t"] == transfer["t"].max()]
 
 
+# the ratios' denominators: C_fresh for ratio, r and 1 - B/A (one set of flags), C_fresh - C_rand for normalised
+FLAGS = {"ratio": "C_fresh", "normalised": "C_fresh - C_rand"}
+
+
+def _flags(rows: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """(games whose value is undefined, games whose denominator is negative) among one measure's rows."""
+    return sorted(rows.loc[rows["undefined"], "game"].unique()), sorted(rows.loc[rows["sign_flip"], "game"].unique())
+
+
 def transfer_table(transfer: pd.DataFrame, stem: str) -> list[str]:
-    """Per fold (mean over its test games, seeds first) and over folds (mean of the fold means [min, max])."""
+    """Per fold (mean over its test games, seeds first) and over folds (mean of the fold means [min, max]); every
+    average leaves out the undefined and the sign-flipped values, and the flag columns name them (per fold) and
+    count them (over folds), for each denominator."""
     final = _final(transfer)
     folds = protocol.fold_means(final).pivot_table(index="fold", columns="measure", values="mean", dropna=False)
     overall = protocol.transfer_table(final).set_index("measure")
-    header = ["Fold", "Test games", *RATIOS.values(), "Flagged (undefined / sign flip)"]
+    flag_measures = [m for m in FLAGS if m in set(final["measure"])]
+    header = ["Fold", "Test games", *RATIOS.values(),
+              *(f"Left out, {FLAGS[m]}: undefined / sign flip" for m in flag_measures)]
     rows, data = [], []
     for fold, g in final.groupby("fold"):
-        g = g[g["measure"] == "normalised"] if "normalised" in set(g["measure"]) else g[g["measure"] == "ratio"]
-        undefined = sorted(g.loc[g["undefined"], "game"].unique())
-        flipped = sorted(g.loc[g["sign_flip"], "game"].unique())
+        flags = {m: _flags(g[g["measure"] == m]) for m in flag_measures}
         games = sorted(g["game"].unique())
         rows.append([str(fold), ", ".join(games), *(_num(folds.loc[fold].get(m, np.nan)) for m in RATIOS),
-                     f"{', '.join(undefined) or '—'} / {', '.join(flipped) or '—'}"])
+                     *(f"{', '.join(u) or '—'} / {', '.join(f) or '—'}" for u, f in flags.values())])
         data.append({"fold": fold, "games": " ".join(games), **{m: folds.loc[fold].get(m, np.nan) for m in RATIOS},
-                     "undefined": " ".join(undefined), "sign_flip": " ".join(flipped)})
+                     **{f"{m}_undefined": " ".join(u) for m, (u, _) in flags.items()},
+                     **{f"{m}_sign_flip": " ".join(f) for m, (_, f) in flags.items()}})
     cell = {m: (f"{_num(overall.loc[m, 'mean'])} [{_num(overall.loc[m, 'fold_min'])}, "
                 f"{_num(overall.loc[m, 'fold_max'])}]" if m in overall.index else "—") for m in RATIOS}
-    rows.append(["all", f"{final['game'].nunique()} games", *cell.values(), "—"])
+    counts = {m: (int(overall.loc[m, "n_undefined"]), int(overall.loc[m, "n_sign_flip"]),
+                  int(overall.loc[m, "n_values"])) for m in flag_measures}
+    rows.append(["all", f"{final['game'].nunique()} games", *cell.values(),
+                 *(f"{u} / {f} of {n}" for u, f, n in counts.values())])
     data.append({"fold": "all", "games": "", **{m: overall["mean"].get(m, np.nan) for m in RATIOS},
-                 "undefined": "", "sign_flip": ""})
+                 **{f"{m}_undefined": str(c[0]) for m, c in counts.items()},
+                 **{f"{m}_sign_flip": str(c[1]) for m, c in counts.items()}})
     t_max = int(final["t"].max())
     note = (f"Scale: {curves.scale_label(transfer)}; t_max = {t_max:,} frames of each held-out game. B: the instance "
             "pre-trained on the other folds' games, reset to its saved weights; A: a fresh instance; C: cumulative raw "
-            "score. ratio > 1 (r > 0) means the pre-training helped; the README's literal 1 - B/A has the opposite "
-            "sign (DEVIATIONS AM1). Averages: over the test games (seeds first) of each fold, then over folds [min, "
-            "max of folds]. Flagged games (random-normalised ratio): a denominator within ratio_eps of zero gives no "
-            "value; a negative one inverts the ratio's reading (DEVIATIONS AM2).")
+            "score, every reward received up to t (AM13). ratio > 1 (r > 0) means the pre-training helped; the "
+            "README's literal 1 - B/A has the opposite sign (DEVIATIONS AM1). Averages: over the test games (seeds "
+            "first) of each fold, then over folds [min, max of folds], each leaving out the values it cannot read "
+            "(DEVIATIONS AM2): undefined where the denominator is within ratio_eps of zero, and sign flips, where it "
+            "is negative, so that the ratio reads backwards (ratio, r and 1 - B/A share C_fresh; the normalised ratio "
+            "divides by C_fresh - C_rand). The last columns name the games left out per fold, and count them over "
+            "folds (seeds of a game counted apart).")
     return tables.write_all(stem, header, rows, rows, pd.DataFrame(data), note=note)
 
 

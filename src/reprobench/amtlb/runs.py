@@ -23,7 +23,9 @@ from reprobench.core import curves
 from reprobench.core.progress import Progress
 from reprobench.core.provenance import Timer
 
-MEASURES = ("return", "frames", "end_frame", "cumulative_score", "truncated", "slot")  # a curve's metrics per episode
+# a curve's metrics per episode; `finished` is 1 when the emulator ended the episode, 0 when the benchmark cut it
+MEASURES = ("return", "frames", "end_frame", "cumulative_score", "truncated", "slot", "finished")
+REWARDS = "cumulative_reward"  # a curve's rows of rewards by frame (episode_rows)
 
 
 def env_seed(kind: str, seed: int, games: list[str], fold: int | None) -> int:
@@ -32,27 +34,52 @@ def env_seed(kind: str, seed: int, games: list[str], fold: int | None) -> int:
     return int(np.random.SeedSequence([seed, zlib.crc32(key)]).generate_state(1)[0])
 
 
-def episode_rows(seed: int, episodes) -> dict:
-    """Curve columns (core.curves.CURVE_SCHEMA): step = the episode's number in the order episodes ended, split = its
-    game, one row per measure; cumulative_score is the running sum of the game's raw returns (C(t) at end_frame)."""
+def episode_rows(seed: int, episodes, reward_log=()) -> dict:
+    """Curve columns (core.curves.CURVE_SCHEMA). Per episode: step = its number in the order episodes ended, split =
+    its game, one row per measure of MEASURES (cumulative_score: the running sum of the game's returns at its end).
+    Per entry of `reward_log` (GameEnvs.reward_log: (game, frame, the game's rewards summed up to that frame of its
+    clock)): metric REWARDS, step = the frame, split = the game, value = the sum; C(t) is read from these rows."""
     rows = {"seed": [], "step": [], "split": [], "metric": [], "value": []}
+
+    def add(step, game, metric, value):
+        rows["seed"].append(seed)
+        rows["step"].append(int(step))
+        rows["split"].append(game)
+        rows["metric"].append(metric)
+        rows["value"].append(float(value))
+
     totals: dict[str, float] = {}
     for step, e in enumerate(episodes):
         totals[e.game] = totals.get(e.game, 0.0) + e.episode_return
-        values = (e.episode_return, e.frames, e.end_frame, totals[e.game], float(e.truncated), e.slot)
+        values = (e.episode_return, e.frames, e.end_frame, totals[e.game], float(e.truncated), e.slot,
+                  float(not getattr(e, "cut", False)))
         for metric, value in zip(MEASURES, values):
-            rows["seed"].append(seed)
-            rows["step"].append(step)
-            rows["split"].append(e.game)
-            rows["metric"].append(metric)
-            rows["value"].append(float(value))
+            add(step, e.game, metric, value)
+    for game, frame, total in reward_log:
+        add(frame, game, REWARDS, total)
     return rows
 
 
 def episodes_frame(frame):
-    """A curve file's rows as one row per episode: step, game, and a column per measure."""
+    """A curve file's episode rows as one row per episode: step, game, and a column per measure."""
+    frame = frame[frame["metric"].isin(MEASURES)]
     wide = frame.pivot_table(index=["seed", "step", "split"], columns="metric", values="value", aggfunc="first")
     return wide.reset_index().rename(columns={"split": "game"}).sort_values("step", ignore_index=True)
+
+
+def rewards_frame(frame):
+    """A curve file's rewards by frame: columns game, frame, cumulative (in the order logged, frames nondecreasing
+    per game); empty for a file written before they were logged."""
+    rewards = frame[frame["metric"] == REWARDS]
+    return rewards.rename(columns={"split": "game", "step": "frame", "value": "cumulative"})[
+        ["game", "frame", "cumulative"]].reset_index(drop=True)
+
+
+def schedule_steps(frames_per_game: int, games: int, frameskip: int, num_envs: int) -> int:
+    """The agent steps per slot that `frames_per_game` frames of each of `games` games make, at `frameskip` frames a
+    step over `num_envs` slots (rounded up): an architecture's `total_steps`. The reset frames take no agent step, so a
+    run's own budget holds about 2% fewer steps than this (DEVIATIONS AM16)."""
+    return -(-frames_per_game * games // (frameskip * num_envs))
 
 
 def play(agent, envs, checkpoint: str | None = None, identity: dict | None = None, checkpoint_minutes: float = 10.0,
@@ -92,10 +119,14 @@ def play(agent, envs, checkpoint: str | None = None, identity: dict | None = Non
 
 
 def run(kind: str, architecture: str, games: list[str], seed: int, out: str, *, frames_per_game: int,
-        num_envs: int, settings: dict, scale: str, device: str, threads: int, fold: int | None = None,
+        num_envs: int, settings: dict, scale: str, device: str, threads: int,
+        schedule_frames_per_game: int | None = None, fold: int | None = None,
         load_weights: str | None = None, save_weights: str | None = None, checkpoint: str | None = None,
         checkpoint_minutes: float = 10.0, config: dict | None = None) -> None:
-    """Train one instance on `games` (frames_per_game frames each) and write its episodes as one curve file."""
+    """Train one instance on `games` (frames_per_game frames each) and write its episodes as one curve file.
+    `schedule_frames_per_game` sets the architecture's `total_steps` (the horizon of its schedules) to that many
+    frames per game, in agent steps per slot; None: the run's own budget (config.yaml says why 40M, DEVIATIONS
+    AM15)."""
     import dataclasses
 
     from reprobench.amtlb.api import make_architecture
@@ -108,7 +139,8 @@ def run(kind: str, architecture: str, games: list[str], seed: int, out: str, *, 
     atari = AtariSettings(**{**settings, "max_steps_without_reward":
                              settings.get("max_steps_without_reward") if training else None})
     quotas = dict.fromkeys(games, frames_per_game)
-    total_steps = -(-frames_per_game * len(games) // (atari.frameskip * num_envs))  # agent steps per slot, about
+    horizon = frames_per_game if schedule_frames_per_game is None else schedule_frames_per_game
+    total_steps = schedule_steps(horizon, len(games), atari.frameskip, num_envs)
     torch_device = choose_device(device, threads)
     agent = make_architecture(architecture, num_envs, seed, str(torch_device), total_steps)
     if load_weights:
@@ -116,7 +148,9 @@ def run(kind: str, architecture: str, games: list[str], seed: int, out: str, *, 
     e_seed = env_seed(kind, seed, games, fold)
     envs = GameEnvs(QuotaSchedule(quotas, e_seed), num_envs, e_seed, atari, threads=threads)
     identity = {"kind": kind, "architecture": architecture, "games": games, "seed": seed, "fold": fold,
+                "bookkeeping": "rewards by frame",  # checkpoints from before GameEnvs logged them start over
                 "frames_per_game": frames_per_game, "num_envs": num_envs, "settings": dataclasses.asdict(atari),
+                "total_steps": total_steps,
                 "load_weights": load_weights}
     progress = Progress(frames_per_game * len(games), f"amtlb {kind} {run_id(architecture)} seed {seed}")
     try:
@@ -132,8 +166,10 @@ def run(kind: str, architecture: str, games: list[str], seed: int, out: str, *, 
         setting["user_class"] = architecture
     record = curves.provenance(paper=PAPER.id, experiment=kind, model=run_id(architecture), seed=seed, scale=scale,
                                variant="faithful", setting=setting,
-                               config={**(config or {}), "num_envs": num_envs, "atari": dataclasses.asdict(atari),
+                               config={**(config or {}), "num_envs": num_envs, "total_steps": total_steps,
+                                       "schedule_frames_per_game": schedule_frames_per_game,
+                                       "atari": dataclasses.asdict(atari),
                                        "env_seed": e_seed, "load_weights": load_weights},
                                device=describe(torch_device), **timer.fields())
-    curves.write_curve(episode_rows(seed, episodes), out, record)
+    curves.write_curve(episode_rows(seed, episodes, envs.reward_log), out, record)
     checkpoints.remove(checkpoint)

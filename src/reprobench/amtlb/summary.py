@@ -5,7 +5,9 @@ ratios per (fold, held-out game, seed), and the multitask comparison per game.
                              undefined, sign_flip (the guards), c_pre, c_fresh, c_rand (protocol.measures_frame)
 - metrics/multitask.parquet: game, seed, run (generalist | specialist | random), t, cumulative: each game's C(t)
                              against frames of that game (the generalist's clock counts only that game's frames)
-- metrics/scores.parquet:    game, seed, run, episodes, last100 (mean of the last 100 episodes), best, c_final
+- metrics/scores.parquet:    game, seed, run, episodes (finished ones), cut (episodes the benchmark cut: the quota, the
+                             no-reward limit, a resume), last100 (mean of the last 100 finished episodes), best (of the
+                             finished ones), c_final (C at frames_per_game: every reward up to then)
 """
 
 from __future__ import annotations
@@ -15,27 +17,33 @@ import pandas as pd
 
 from reprobench.amtlb import PAPER, protocol
 from reprobench.amtlb.grid import RANDOM
-from reprobench.amtlb.runs import episodes_frame
+from reprobench.amtlb.runs import episodes_frame, rewards_frame
 from reprobench.core import curves
+from reprobench.core.errors import ResultsFileError
 
 
 def load_runs(paths: list[str]) -> tuple[list[dict], list[str]]:
-    """[{experiment, model, seed, fold, episodes (one row per episode)}], and the runs' scales."""
+    """[{experiment, model, seed, fold, episodes (one row per episode), rewards (by frame)}], and the runs' scales."""
     runs, scales = [], set()
     for path in paths:
         frame, record = curves.read_curve(path)
         setting = record["setting"]
+        episodes, rewards = episodes_frame(frame), rewards_frame(frame)
+        if rewards.empty or "finished" not in episodes:
+            raise ResultsFileError(path, "has no rewards by frame: it was written before C(t) counted every reward "
+                                   "as it came (issue 24); run its training again (delete the file)")
         runs.append({"experiment": record["experiment"], "model": record["model"], "seed": int(record["seed"]),
-                     "fold": setting.get("fold"), "games": setting["games"], "episodes": episodes_frame(frame)})
+                     "fold": setting.get("fold"), "games": setting["games"], "episodes": episodes,
+                     "rewards": rewards})
         scales.add(record["scale"])
     return runs, sorted(scales)
 
 
 def game_curve(run: dict, game: str, grid: np.ndarray) -> np.ndarray:
-    """C(t) of `game` in a run, against that game's own frame clock."""
-    e = run["episodes"]
-    e = e[e["game"] == game]
-    return protocol.cumulative(e["end_frame"].to_numpy(), e["return"].to_numpy(), grid)
+    """C(t) of `game` in a run, against that game's own frame clock: every reward received up to t."""
+    r = run["rewards"]
+    r = r[r["game"] == game]
+    return protocol.cumulative(r["frame"].to_numpy(), r["cumulative"].to_numpy(), grid)
 
 
 def aggregate(paths: list[str], frames_per_game: int, points: int, eps: float) -> dict[str, pd.DataFrame]:
@@ -59,10 +67,11 @@ def aggregate(paths: list[str], frames_per_game: int, points: int, eps: float) -
             c = game_curve(r, game, grid)
             multitask.append(pd.DataFrame({"game": game, "seed": r["seed"], "run": role, "t": grid,
                                            "cumulative": c}))
-            returns = r["episodes"].loc[r["episodes"]["game"] == game, "return"].to_numpy()
-            last100, best = protocol.absolute_scores(returns)
-            scores.append({"game": game, "seed": r["seed"], "run": role, "episodes": len(returns),
-                           "last100": last100, "best": best, "c_final": c[-1]})
+            e = r["episodes"][r["episodes"]["game"] == game]
+            finished = e[e["finished"] == 1.0]  # as the reference monitors count episodes
+            last100, best = protocol.absolute_scores(finished["return"].to_numpy())
+            scores.append({"game": game, "seed": r["seed"], "run": role, "episodes": len(finished),
+                           "cut": len(e) - len(finished), "last100": last100, "best": best, "c_final": c[-1]})
     scale = ",".join(scales)
     out = {"transfer": pd.concat(transfer, ignore_index=True) if transfer else pd.DataFrame(),
            "multitask": pd.concat(multitask, ignore_index=True), "scores": pd.DataFrame(scores)}
