@@ -114,7 +114,7 @@ def test_episode_length_without_a_sampling_strategy(kwargs, steps):
     env = MetaReferentialGame(**CUBE2, **kwargs)
     trace = play(env, oracle, seed=1)
     assert len(trace) == steps and trace[-1][-1] and not any(t[-1] for t in trace[:-1])
-    phases = [t[4]["decision_phase"] for t in trace if t[4]["decided"]]
+    phases = [t[1]["phase"] for t in trace if t[4]["decided"]]  # the decided games' (test_s2b_phase_switch: scoring)
     n_oc = kwargs.get("nbr_object_centric_samples", 1)
     assert phases.count("support") == 4 * n_oc * kwargs.get("nbr_shots", 1) and phases.count("query") == 4 * n_oc
     assert phases == sorted(phases, key=["support", "query"].index)  # supporting phase, then querying phase

@@ -95,12 +95,15 @@ def test_the_speaker_run_scores_the_eoa_of_its_own_further_episodes(tmp_path):
     runs.speaker_run(3, 1, str(tmp_path / "c.parquet"), "test", eoa_episodes=2, eoa_epochs=2)
     w = curves.read_curve(tmp_path / "c.parquet")[0]
     got = w[w["metric"] == "eoa_accuracy"].sort_values("step")["value"].tolist()
-    # by hand: the [seed, 1] generator's first two spaces, listeners seeded 1000 seed + k, trained alone
+    # by hand: the [seed, 1] generator's first two spaces, episode k's trials seeded 1000 seed + k; since issue 25
+    # (S28) the faithful run carries ONE listener through them, so only the first scores as a fresh listener alone
     rng = np.random.default_rng([3, 1])
     spaces = [stimuli.sample_space(rng, n_dims=3, v_min=2, v_max=5, n_oc=4) for _ in range(2)]
     alone = [eoa.ease_of_acquisition(sp, eoa.posdis_speaker(4), eoa.EoAConfig(epochs=2), seed=3000 + k)["accuracy"]
              for k, sp in enumerate(spaces)]
-    assert got == pytest.approx(alone, abs=1e-12) and len(w[w["metric"] == "topsim"]) == 1
+    chain = eoa.ease_of_acquisition_sequence(spaces, eoa.posdis_speaker(4), eoa.EoAConfig(epochs=2), [3000, 3001])
+    assert got == pytest.approx([r["accuracy"] for r in chain], abs=1e-12) and got[0] == alone[0]
+    assert len(w[w["metric"] == "topsim"]) == 1
 
 
 def test_figure_episode_plays_support_then_query():

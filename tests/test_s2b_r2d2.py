@@ -129,12 +129,13 @@ def _stub_learner(double_q="unmasked", **kw):
     return learner, steps
 
 
-@pytest.mark.parametrize("double_q, y, prio", [("unmasked", [5.5, 2.5], 0.9 * 3.5 + 0.1 * 3.0),
-                                              ("masked", [2.5, 1.0], 0.9 * 4.0 + 0.1 * 2.25)])
+@pytest.mark.parametrize("double_q, y, prio", [("unmasked", [5.5, 2.5], 0.9 * 3.5 + 0.1 * (3.5 + 2.5) / 4),
+                                              ("masked", [2.5, 1.0], 0.9 * 4.0 + 0.1 * (0.5 + 4.0) / 4)])
 def test_double_q_loss_and_priority_by_hand(double_q, y, prio):
     """Burn-in 1, n = 2, gamma 0.5. a* at t3: unmasked argmax [3, 1, 9] = 2 (the illegal no-op: target 18), masked 0
     (target 6); at t4 (no-op only legal): unmasked 1 (target 8), masked 2 (target 2). y(t1) = 1 + .25 Q(t3),
-    y(t2) = .5 + .25 Q(t4); Q taken 2 and 5; t3, t4 have no target (the window's last n steps)."""
+    y(t2) = .5 + .25 Q(t4); Q taken 2 and 5; t3, t4 have no target (the window's last n steps). The priority's mean
+    runs over the 4 positions after the burn-in, the 2 masked ones as zeros (Regym's, the default priority_mean)."""
     learner, steps = _stub_learner(double_q)
     loss, p, td, mask = learner.loss(steps, {"h": torch.zeros(1, 1)}, torch.tensor([0.5]))
     td_hand = np.array(y) - np.array([2.0, 5.0])
@@ -208,7 +209,7 @@ def _learner_with_replay(target_update, tau, n_actors):
 
 
 @pytest.mark.parametrize("mode, tau, n_actors, copies_after", [
-    ("faithful", 0.25, 2, [False, True, False, True]),  # int(1/tau) = 4, counter += 2 actors: every 2 updates
+    ("faithful", 0.25, 2, [False, False, True, False]),  # int(1/tau) = 4, counter += 2 actors, copy once > 4: every 3
     ("period", 0.25, 2, [False, False, False, True]),  # every 4 updates whatever the number of actors
 ])
 def test_target_hard_copy_every_n(mode, tau, n_actors, copies_after):

@@ -18,41 +18,64 @@ Cores (`CORES`):
   both layers), concat [both; the flags; previous reward; previous action one-hot] (245 for A = 171); core: one LSTM
   512; the head reads [h; mask]; reconstruction reads h.
 - "esbn": Table 4's ESBN (C) on the Archi encoder's z_t: controller LSTM 256 on [z_t; previous read (257)], gate and
-  key from its h, read = sigmoid(g) sum_n softmax(M_v z_t)_n [M_k[n]; sigmoid(Linear(M_v[n] . z_t))], write (k_t, z_t);
-  output LSTM 512 on [z_t; h_ctrl; read] (758) -> Linear 256; the head reads [256; 758; mask] (1185 for A = 171);
-  reconstruction reads the key memory's last 3 slots, zero-padded (3 x 256).
+  key from its h (Linear), read = sigmoid(g) sum_n softmax(M_v z_t)_n [M_k[n]; sigmoid(Linear(M_v[n] . z_t))] (zero at
+  the first step), then write (k_t, z_t); output LSTM 512 on [z_t; h_ctrl; read] (758) -> Linear 256; the head reads
+  [256; 758; mask] (1185 for A = 171); reconstruction reads the key memory's last 3 slots, zero-padded (3 x 256).
 - "dcem": Table 4's dual-coding episodic memory (D): memories of extended obs [obs-enc 32; flags 10] and extended comm
-  (42 each); a comm-keyed query (42 -> 256 -> 3 x 42) reads the obs memory with the comm memory as keys and vice versa;
-  per head: cosine to the keys, top-6, weights 1 / (1 - cos) normalised, the weighted values through one-head
-  self-attention, summed; output LSTM 512 on [its previous h; 126; 126; z_t] (1009 for A = 171) -> FC 512 -> 256
-  (ReLU); the head reads [256; mask]; reconstruction reads the 1009 input.
+  (42 each), written first (Archi's pipeline writes ObsMemory and CommMemory before the read heads run, so a read can
+  return the step's own entry); a comm-keyed query (42 -> 256 ReLU -> 3 x 42 linear) reads the obs memory with the
+  comm memory as keys and vice versa; per head, each with its own one-head self-attention module (Archi's
+  read_heads_module.py L47): cosine to the keys, top-6, weights 1 / (1e-8 + max(1 - cos, 0)) normalised, the weighted
+  values through the self-attention, summed over the 6; output LSTM 512 on [its previous h; 126; 126; z_t] (1009 for
+  A = 171) -> FC 512 (ReLU) -> 256 (linear: the config's non_linearities ['ReLU', None]); the head reads [256; mask];
+  reconstruction reads the 1009 input.
 - "dnc": Figure 6's (and the recall task's) full DNC (E): 128 slots x 32, 2 read heads, 1 write head, dense
   addressing; controller LSTM (128, 128) on [phi-encoder features; previous reads]; output Linear([controller out;
-  reads] -> 128). Encoder: the "lstm" encoder without its critic MLP. Reconstruction: `dnc_recon` "hidden"
-  (faithful: the 2021-10 code read the controller's h, 2 x 128) or "memory" (the paper's text and later code: the
-  last 3 memory slots, 3 x 32).
+  reads] -> 128) (Regym's two layers, vt + output_fn(reads), as one). Encoder: the "lstm" encoder without its critic
+  MLP. Reconstruction: `dnc_recon` "hidden" (faithful: the 2021-10 code read the controller's h, 2 x 128) or "memory"
+  (the paper's text and later code: the last 3 memory slots, 3 x 32).
 
 Faithful/corrected (section 6.3 item 7): `fc_activation` "all" (faithful, and the paper's text: the 2021-22 Regym
 FCBody repeated its first non-linearity, so ReLU after every Linear, the last included) or "head" (Regym since
 `da2a0c87`, 2023-04: ReLU after the first Linear only, what the old script gives on `develop` today). It applies to
-the old Regym bodies ("lstm", "dnc"); Archi's FC modules put ReLU after every layer in every version.
+the old Regym bodies ("lstm", "dnc"); Archi's FC modules repeat their first non-linearity too, so the encoders' 2
+layers have ReLU, but an explicit None (the DCEM's query and output FCs, the ESBN's Linear layers) leaves a layer
+linear.
+
+Faithful/corrected memories (issue 25): `empty_slots` "eligible" (faithful: Archi's memories keep a permanent zero slot
+0, key_value_memory_module.py L89-116 and memory_module.py L79-101 at 02959468; the ESBN's softmax runs over it, so its
+similarity 0 damps every read from the second step on; the DCEM pads its memory with zeros up to the top-k and its
+zero entries compete for the top 6 with cosine 0, read_heads_module.py L99-115, no padding mask at L191) or "masked"
+(only written slots are read; the DCEM's attention masks the top-k entries it could not fill). `dnc_interface` "regym"
+(faithful, differentiable_neural_computer.py at Regym 2ad02503: tanh on the read keys, write key and write vector
+L107, 117, 134; softplus strengths L110, 120; the previous usage floored, u <- 5e-3 + (1 - 5e-3) u, L182) or "paper"
+(Graves et al. 2016: raw keys and write vector, 1 + softplus strengths, no floor).
+
+Initialisation as the originals ran it (`initialise`): Regym's cores ("lstm", "dnc") Xavier-uniform Linear weights and
+zero biases (networks/utils.py layer_init), orthogonal LSTM weights and zero biases (layer_init_lstm), the DNC's
+interface and the controller's part of its output layer orthogonal x 1e-3 (differentiable_neural_computer.py L73-80,
+L495-502; the read vectors' part, L509-516, passes w_scale 1e-3 without init_type 'ortho', which layer_init ignores:
+Xavier-uniform); Archi's cores kaiming-normal (fan_out, ReLU gain) x sqrt(2) FC weights with U(-0.08, 0.08) biases
+(Archi modules/utils.py layer_init, fully_connected_network_module.py L108), kaiming-normal LSTM cells (x 1) with
+U(-0.08, 0.08) biases (recurrent_network_module.py L59), PyTorch's own self-attention initialisation; the dueling
+head is Regym's DuelingLayer in both (Xavier-uniform, zero biases).
 
 Actions (`ActionLayout`, section 2.10): "combined" (faithful) is the reference's DiscreteCombinedActionWrapper,
 (K + 2) (1 + sum_p V^p) + 1 actions, decision = a // #sentences, the last action a no-op; "decision" (compact) keeps
 only the decision: K + 2 + 1 actions, the no-op last. The listener's legal actions: the no-op only, except at the
 decision step (round_idx == R) where every action but the no-op is legal.
 
-Choices where the spec is silent: PyTorch's default initialisation; `other_agent_id` is not an input (the spec's
-input lists leave it out); before an episode's first action the previous action is none (a zero one-hot) and the
-previous reward 0; ESBN and DCEM memories are rings of `memory_capacity` slots (512, longer than any episode of the
-paper's settings; the reference's memories grow without bound), read before the current step is written; the ESBN
-output Linear and the DCEM query's last layer follow Archi's convention (ReLU on every FC layer, none after a bare
-Linear); one self-attention module per DCEM direction, shared by its 3 heads; DNC usage allocation uses a stable sort.
+Choices where the spec is silent: `other_agent_id` is not an input (the spec's input lists leave it out); before an
+episode's first action the previous action is none (a zero one-hot) and the previous reward 0; ESBN and DCEM memories
+are rings of `memory_capacity` slots (512, longer than any episode of the paper's settings; the reference's memories
+grow without bound); DNC usage allocation uses a stable sort (Regym's topk leaves the order of equal usages open).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -64,6 +87,10 @@ ARCHI_CORES = ("archi_lstm", "esbn", "dcem")
 FC_ACTIVATIONS = ("all", "head")
 ACTION_KINDS = ("combined", "decision")
 DNC_RECON = ("hidden", "memory")
+EMPTY_SLOTS = ("eligible", "masked")
+DNC_INTERFACES = ("regym", "paper")
+ARCHI_BIAS = 0.08  # Archi's layer_init: biases U(-0.08, 0.08)
+USAGE_FLOOR = 5e-3  # Regym's DNC: u <- 5e-3 + (1 - 5e-3) u before each usage update
 FLAG_KEYS = ("round_id", "role_id", "mode_id", "previous_game_result", "previous_game_reward")
 INPUT_KEYS = ("stimulus", "comm", "prev_reward", *FLAG_KEYS, "prev_action", "decision")
 _NEG = -2.0  # below any cosine similarity: marks empty memory slots for top-k
@@ -136,7 +163,9 @@ class InputDims:
 
 @dataclass(frozen=True)
 class NetConfig:
-    """Network sizes; the defaults are the reference's (section 4.3). `tiny_net(core)` gives test-sized ones."""
+    """Network sizes; the defaults are the reference's (section 4.3). `tiny_net(core)` gives test-sized ones.
+    fc_activation, dnc_recon, empty_slots and dnc_interface choose between the behaviours the module docstring
+    describes; each default is the one the original ran."""
 
     core: str = "lstm"
     fc_activation: str = "all"
@@ -163,14 +192,18 @@ class NetConfig:
     dnc_reads: int = 2
     dnc_out: int = 128
     dnc_recon: str = "hidden"
+    empty_slots: str = "eligible"
+    dnc_interface: str = "regym"
 
     def __post_init__(self):
         if self.core not in CORES:
             raise ValueError(f"core must be one of {CORES}, got {self.core!r}")
         if self.fc_activation not in FC_ACTIVATIONS:
             raise ValueError(f"fc_activation must be one of {FC_ACTIVATIONS}, got {self.fc_activation!r}")
-        if self.dnc_recon not in DNC_RECON:
-            raise ValueError(f"dnc_recon must be one of {DNC_RECON}, got {self.dnc_recon!r}")
+        for name, allowed in (("dnc_recon", DNC_RECON), ("empty_slots", EMPTY_SLOTS),
+                              ("dnc_interface", DNC_INTERFACES)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         for name in ("memory_capacity", "recon_slots", "dcem_heads", "dcem_topk", "dnc_slots", "dnc_width",
                      "dnc_reads"):
             value = getattr(self, name)
@@ -353,10 +386,10 @@ class ESBNCore(Core):
     """The Emergent Symbol Binding Network core of Archi (section 4.3 C); see the module docstring."""
 
     def __init__(self, in_dim: int, controller: int, key: int, lstm: int, out: int, capacity: int,
-                 recon_slots: int):
+                 recon_slots: int, empty_slots: str = "eligible"):
         super().__init__()
         self.in_dim, self.ctrl, self.key_dim, self.lstm_dim, self.cap = in_dim, controller, key, lstm, capacity
-        self.recon_slots = recon_slots
+        self.recon_slots, self.zero_slot = recon_slots, empty_slots == "eligible"
         self.controller = nn.LSTMCell(in_dim + key + 1, controller)
         self.gate = nn.Linear(controller, 1)
         self.key = nn.Linear(controller, key)
@@ -379,9 +412,15 @@ class ESBNCore(Core):
         g, k = self.gate(h), self.key(h)
         valid = _valid_slots(s["count"], self.cap)
         sim = (s["mem_v"] * z.unsqueeze(1)).sum(-1)  # (B, C)
+        keys = s["mem_k"]
+        if self.zero_slot:  # Archi's slot 0: key and value 0, so similarity 0 and confidence sigmoid(bias)
+            sim, keys = F.pad(sim, (1, 0)), F.pad(keys, (0, 0, 1, 0))
+            valid = F.pad(valid, (1, 0), value=True)
         w = torch.softmax(sim.masked_fill(~valid, torch.finfo(sim.dtype).min), dim=-1) * valid.to(sim.dtype)
         conf = torch.sigmoid(self.confidence(sim.unsqueeze(-1)))  # (B, C, 1)
-        read = torch.sigmoid(g) * (w.unsqueeze(-1) * torch.cat([s["mem_k"], conf], dim=-1)).sum(1)
+        read = torch.sigmoid(g) * (w.unsqueeze(-1) * torch.cat([keys, conf], dim=-1)).sum(1)
+        if self.zero_slot:  # Archi reads nothing at the first step (its not_first_mask), the zero slot included
+            read = read * (s["count"] > 0).unsqueeze(-1).to(read.dtype)
         cat = torch.cat([z, h, read], dim=-1)
         oh, oc = self.out_lstm(cat, (s["out_h"], s["out_c"]))
         new = {"ctrl_h": h, "ctrl_c": c, "read": read, "out_h": oh, "out_c": oc,
@@ -393,25 +432,37 @@ class ESBNCore(Core):
         return _last_slots(state["mem_k"], state["count"], self.recon_slots)
 
 
+def _self_attention(atts: nn.ModuleList, seq: Tensor, ok: Tensor) -> Tensor:
+    """Head h's entries seq[:, h] (B, H, k, E) through its own one-head nn.MultiheadAttention atts[h] (what the
+    module computes, without dropout), all heads at once; the keys where ok (B, H, k) is False are left out."""
+    w_in, b_in = torch.stack([a.in_proj_weight for a in atts]), torch.stack([a.in_proj_bias for a in atts])
+    q, k, v = (torch.einsum("bhke,hfe->bhkf", seq, w_in) + b_in[None, :, None]).chunk(3, dim=-1)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=ok.unsqueeze(2))
+    w_out, b_out = torch.stack([a.out_proj.weight for a in atts]), torch.stack([a.out_proj.bias for a in atts])
+    return torch.einsum("bhke,hfe->bhkf", out, w_out) + b_out[None, :, None]
+
+
 class DCEMCore(Core):
     """Archi's dual-coding episodic memory core (section 4.3 D); see the module docstring. Its input is the Archi
     encoder's z = [obs-enc; comm-enc; flags; previous action]."""
 
     def __init__(self, in_dim: int, obs_dim: int, comm_dim: int, flags_dim: int, query: int, heads: int, topk: int,
-                 lstm: int, fc, capacity: int):
+                 lstm: int, fc, capacity: int, empty_slots: str = "eligible"):
         super().__init__()
         if obs_dim != comm_dim:
             raise ValueError(f"the DCEM needs equal obs and comm encodings, got {obs_dim} and {comm_dim}")
         self.obs_dim, self.flags_dim, self.heads, self.topk, self.cap, self.lstm_dim = (obs_dim, flags_dim, heads,
                                                                                          topk, capacity, lstm)
+        self.zero_slots = empty_slots == "eligible"
         self.ext = obs_dim + flags_dim
-        self.query_comm = FCBody(self.ext, (query, heads * self.ext), "all")  # reads the obs memory
-        self.query_obs = FCBody(self.ext, (query, heads * self.ext), "all")  # reads the comm memory
-        self.att_obs = nn.MultiheadAttention(self.ext, 1, batch_first=True)
-        self.att_comm = nn.MultiheadAttention(self.ext, 1, batch_first=True)
+        # The config's non_linearities ['ReLU', None]: ReLU after the first of the two layers only ("head").
+        self.query_comm = FCBody(self.ext, (query, heads * self.ext), "head")  # reads the obs memory
+        self.query_obs = FCBody(self.ext, (query, heads * self.ext), "head")  # reads the comm memory
+        self.att_obs = nn.ModuleList(nn.MultiheadAttention(self.ext, 1, batch_first=True) for _ in range(heads))
+        self.att_comm = nn.ModuleList(nn.MultiheadAttention(self.ext, 1, batch_first=True) for _ in range(heads))
         self.cat_dim = lstm + 2 * heads * self.ext + in_dim
         self.lstm = nn.LSTMCell(self.cat_dim, lstm)
-        self.fc = FCBody(lstm, fc, "all")
+        self.fc = FCBody(lstm, fc, "head")
         self.out_dim, self.recon_dim = self.fc.out_dim, self.cat_dim
 
     def state_spec(self):
@@ -419,42 +470,63 @@ class DCEMCore(Core):
         return {"h": ((self.lstm_dim,), f), "c": ((self.lstm_dim,), f), "mem_obs": ((self.cap, self.ext), f),
                 "mem_comm": ((self.cap, self.ext), f), "count": ((), torch.int64), "features": ((self.cat_dim,), f)}
 
-    def _read(self, query: Tensor, keys: Tensor, values: Tensor, valid: Tensor, att: nn.MultiheadAttention):
-        b, n_heads, ext = query.shape[0], self.heads, self.ext
-        q = query.view(b, n_heads, ext)
+    def _read(self, query: Tensor, keys: Tensor, values: Tensor, count: Tensor, atts: nn.ModuleList) -> Tensor:
+        """The heads' reads (B, H ext) of `values` keyed by `keys` (B, C, ext), `count` entries written (>= 1)."""
+        b, k = query.shape[0], self.topk
+        q = query.view(b, self.heads, self.ext)
         cos = F.cosine_similarity(q.unsqueeze(2), keys.unsqueeze(1), dim=-1, eps=1e-8)  # (B, H, C)
-        cos = cos.masked_fill(~valid.unsqueeze(1), _NEG)
-        top, idx = cos.topk(min(self.topk, self.cap), dim=-1)  # (B, H, k)
-        ok = top > _NEG / 2
-        w = ok.to(top.dtype) / (1.0 - top + 1e-6)
-        w = w / w.sum(-1, keepdim=True).clamp_min(1e-12)
-        k = idx.shape[-1]
-        vals = torch.gather(values.unsqueeze(1).expand(b, n_heads, -1, ext), 2, idx.unsqueeze(-1).expand(-1, -1, -1,
-                                                                                                           ext))
-        seq = (w.unsqueeze(-1) * vals).reshape(b * n_heads, k, ext)
-        pad = ~ok.reshape(b * n_heads, k)
-        pad = pad & ~pad.all(-1, keepdim=True)  # an empty memory: attend over the zeros rather than over nothing
-        out, _ = att(seq, seq, seq, key_padding_mask=pad, need_weights=False)
-        out = (out * ok.reshape(b * n_heads, k, 1).to(out.dtype)).sum(1)
-        return out.reshape(b, n_heads * ext)
+        cos = cos.masked_fill(~_valid_slots(count, self.cap).unsqueeze(1), _NEG)
+        if self.zero_slots:
+            # Archi's memory holds its zero slot 0 and the written entries, zero-padded to k items: max(1, k - n) zero
+            # entries (key and value 0, cosine 0) compete for the top k.
+            n_zero = (k - count.clamp(max=self.cap)).clamp(min=1)
+            zeros = torch.arange(k, device=count.device)[None, :] < n_zero[:, None]
+            cos = torch.cat([cos, torch.full_like(cos[..., :k], _NEG).masked_fill(zeros.unsqueeze(1), 0.0)], dim=-1)
+            values = F.pad(values, (0, 0, 0, k))
+        top, idx = cos.topk(min(k, cos.shape[-1]), dim=-1)  # (B, H, k)
+        ok = top > _NEG / 2  # every pick when the zero slots are eligible; else the written ones
+        w = ok.to(top.dtype) / (1e-8 + (1.0 - top).clamp_min(0.0))  # Archi's "inverse_dissim" (L171-174)
+        w = w / w.sum(-1, keepdim=True)
+        vals = torch.gather(values.unsqueeze(1).expand(-1, self.heads, -1, -1), 2,
+                            idx.unsqueeze(-1).expand(-1, -1, -1, self.ext))
+        out = _self_attention(atts, w.unsqueeze(-1) * vals, ok)  # (B, H, k, ext)
+        return (out * ok.unsqueeze(-1).to(out.dtype)).sum(2).flatten(1)
 
     def forward(self, z: Tensor, s: dict[str, Tensor]):
         o, f = self.obs_dim, self.flags_dim
         flags = z[:, 2 * o:2 * o + f]
         ext_obs = torch.cat([z[:, :o], flags], dim=-1)
         ext_comm = torch.cat([z[:, o:2 * o], flags], dim=-1)
-        valid = _valid_slots(s["count"], self.cap)
-        read_obs = self._read(self.query_comm(ext_comm), s["mem_comm"], s["mem_obs"], valid, self.att_obs)
-        read_comm = self._read(self.query_obs(ext_obs), s["mem_obs"], s["mem_comm"], valid, self.att_comm)
+        # Write first, then read (the config's pipeline, L731-733): the step's own entry can be read.
+        mem_obs, mem_comm = _ring_write(s["mem_obs"], s["count"], ext_obs), _ring_write(s["mem_comm"], s["count"],
+                                                                                        ext_comm)
+        count = s["count"] + 1
+        read_obs = self._read(self.query_comm(ext_comm), mem_comm, mem_obs, count, self.att_obs)
+        read_comm = self._read(self.query_obs(ext_obs), mem_obs, mem_comm, count, self.att_comm)
         cat = torch.cat([s["h"], read_obs, read_comm, z], dim=-1)
         h, c = self.lstm(cat, (s["h"], s["c"]))
-        new = {"h": h, "c": c, "mem_obs": _ring_write(s["mem_obs"], s["count"], ext_obs),
-               "mem_comm": _ring_write(s["mem_comm"], s["count"], ext_comm), "count": s["count"] + 1,
-               "features": cat}
+        new = {"h": h, "c": c, "mem_obs": mem_obs, "mem_comm": mem_comm, "count": count, "features": cat}
         return self.fc(h), new
 
     def recon_features(self, h: Tensor, state: dict[str, Tensor]) -> Tensor:
         return state["features"]
+
+
+def dnc_usage(usage: Tensor, write_w: Tensor, read_w: Tensor, free: Tensor, floor: float) -> Tensor:
+    """DNC usage (B, N) after the previous step's write weights (B, N) and read weights (B, R, N), with free gates
+    (B, R): (u + w - u w) prod_r (1 - f_r w^r). Regym floors the previous usage first, u <- floor + (1 - floor) u
+    ("for stability", floor 5e-3), so no slot is ever entirely free; floor 0 is Graves et al.'s update."""
+    if floor:
+        usage = floor + (1 - floor) * usage
+    return (usage + write_w - usage * write_w) * torch.prod(1 - free.unsqueeze(-1) * read_w, dim=1)
+
+
+def dnc_allocation(usage: Tensor) -> Tensor:
+    """DNC allocation weights (B, N): slots in order of increasing usage (a stable sort), a_j = (1 - u_j) times the
+    product of the usages before it."""
+    sorted_u, order = torch.sort(usage, dim=-1, stable=True)
+    prod = torch.cumprod(torch.cat([torch.ones_like(sorted_u[:, :1]), sorted_u[:, :-1]], dim=-1), dim=-1)
+    return torch.zeros_like(usage).scatter(1, order, (1 - sorted_u) * prod)
 
 
 def _content_weights(memory: Tensor, keys: Tensor, strengths: Tensor) -> Tensor:
@@ -463,15 +535,35 @@ def _content_weights(memory: Tensor, keys: Tensor, strengths: Tensor) -> Tensor:
     return torch.softmax(strengths.unsqueeze(-1) * cos, dim=-1)
 
 
+class DNCInterface(NamedTuple):
+    """The DNC's interface vector, squashed: read keys (B, R, W), read strengths (B, R), write key (B, 1, W), write
+    strength (B, 1), erase (B, W), write vector (B, W), allocation and write gates (B, 1), free gates (B, R), read
+    modes (B, R, 3: backward, content, forward)."""
+
+    read_keys: Tensor
+    read_str: Tensor
+    write_key: Tensor
+    write_str: Tensor
+    erase: Tensor
+    write_vec: Tensor
+    alloc_gate: Tensor
+    write_gate: Tensor
+    free: Tensor
+    modes: Tensor
+
+
 class DNCCore(Core):
     """The Differentiable Neural Computer (Graves et al. 2016) with dense addressing (section 4.3 E)."""
 
     def __init__(self, in_dim: int, controller, slots: int, width: int, reads: int, out: int, recon: str,
-                 recon_slots: int):
+                 recon_slots: int, interface: str = "regym"):
         super().__init__()
         self.n, self.w, self.r, self.recon, self.recon_slots = slots, width, reads, recon, recon_slots
+        self.regym = interface == "regym"
         self.controller = LSTMCore(in_dim + reads * width, controller, residual=False)
-        self.splits = [reads * width, reads, width, 1, width, width, reads, 1, 1, 3 * reads]
+        # Regym's order (L101-153): read keys, read strengths, write key, write strength, erase, write vector,
+        # allocation gate, write gate, free gates, read modes
+        self.splits = [reads * width, reads, width, 1, width, width, 1, 1, reads, 3 * reads]
         self.interface = nn.Linear(controller[-1], sum(self.splits))
         self.output = nn.Linear(controller[-1] + reads * width, out)
         self.out_dim = out
@@ -486,34 +578,38 @@ class DNCCore(Core):
                      "reads": ((self.r * self.w,), f)})
         return spec
 
+    def read_interface(self, c_out: Tensor) -> DNCInterface:
+        """The interface vector of the controller's output c_out (B, H), split and squashed."""
+        b, r, w = c_out.shape[0], self.r, self.w
+        keys, read_str, write_key, write_str, erase, write_vec, alloc_gate, write_gate, free, modes = torch.split(
+            self.interface(c_out), self.splits, dim=-1)
+        if self.regym:  # tanh on the keys and the write vector, softplus strengths (L107-134)
+            keys, write_key, write_vec = torch.tanh(keys), torch.tanh(write_key), torch.tanh(write_vec)
+            read_str, write_str = F.softplus(read_str), F.softplus(write_str)
+        else:  # Graves et al.: raw keys and write vector, "oneplus" strengths
+            read_str, write_str = 1 + F.softplus(read_str), 1 + F.softplus(write_str)
+        return DNCInterface(keys.view(b, r, w), read_str, write_key.view(b, 1, w), write_str, torch.sigmoid(erase),
+                            write_vec, torch.sigmoid(alloc_gate), torch.sigmoid(write_gate), torch.sigmoid(free),
+                            torch.softmax(modes.view(b, r, 3), dim=-1))
+
     def forward(self, x: Tensor, s: dict[str, Tensor]):
-        b, r, w = x.shape[0], self.r, self.w
         ctrl = {k[5:]: v for k, v in s.items() if k.startswith("ctrl_")}
         c_out, ctrl = self.controller(torch.cat([x, s["reads"]], dim=-1), ctrl)
-        parts = torch.split(self.interface(c_out), self.splits, dim=-1)
-        read_keys = parts[0].view(b, r, w)
-        read_str = 1 + F.softplus(parts[1])
-        write_key, write_str = parts[2].view(b, 1, w), 1 + F.softplus(parts[3])
-        erase, write_vec = torch.sigmoid(parts[4]), parts[5]
-        free, alloc_gate, write_gate = torch.sigmoid(parts[6]), torch.sigmoid(parts[7]), torch.sigmoid(parts[8])
-        modes = torch.softmax(parts[9].view(b, r, 3), dim=-1)
+        i = self.read_interface(c_out)
         memory, link, prec = s["memory"], s["link"], s["precedence"]
-        retention = torch.prod(1 - free.unsqueeze(-1) * s["read_w"], dim=1)
-        usage = (s["usage"] + s["write_w"] - s["usage"] * s["write_w"]) * retention
-        sorted_u, order = torch.sort(usage, dim=-1, stable=True)
-        prod = torch.cumprod(torch.cat([torch.ones_like(sorted_u[:, :1]), sorted_u[:, :-1]], dim=-1), dim=-1)
-        alloc = torch.zeros_like(usage).scatter(1, order, (1 - sorted_u) * prod)
-        content_w = _content_weights(memory, write_key, write_str)[:, 0]
-        write_w = write_gate * (alloc_gate * alloc + (1 - alloc_gate) * content_w)
-        memory = memory * (1 - write_w.unsqueeze(-1) * erase.unsqueeze(1)) + write_w.unsqueeze(-1) * \
-            write_vec.unsqueeze(1)
+        usage = dnc_usage(s["usage"], s["write_w"], s["read_w"], i.free, USAGE_FLOOR if self.regym else 0.0)
+        alloc = dnc_allocation(usage)
+        content_w = _content_weights(memory, i.write_key, i.write_str)[:, 0]
+        write_w = i.write_gate * (i.alloc_gate * alloc + (1 - i.alloc_gate) * content_w)
+        memory = memory * (1 - write_w.unsqueeze(-1) * i.erase.unsqueeze(1)) + write_w.unsqueeze(-1) * \
+            i.write_vec.unsqueeze(1)
         link = ((1 - write_w.unsqueeze(2) - write_w.unsqueeze(1)) * link + write_w.unsqueeze(2) * prec.unsqueeze(1))
         link = link * self.off_diagonal
         prec = (1 - write_w.sum(-1, keepdim=True)) * prec + write_w
         forward_w = torch.einsum("bij,brj->bri", link, s["read_w"])
         backward_w = torch.einsum("bji,brj->bri", link, s["read_w"])
-        content_r = _content_weights(memory, read_keys, read_str)
-        read_w = modes[..., 0:1] * backward_w + modes[..., 1:2] * content_r + modes[..., 2:3] * forward_w
+        content_r = _content_weights(memory, i.read_keys, i.read_str)
+        read_w = i.modes[..., 0:1] * backward_w + i.modes[..., 1:2] * content_r + i.modes[..., 2:3] * forward_w
         reads = torch.einsum("brn,bnw->brw", read_w, memory).flatten(1)
         new = {f"ctrl_{k}": v for k, v in ctrl.items()}
         new.update({"memory": memory, "usage": usage, "link": link, "precedence": prec, "read_w": read_w,
@@ -574,6 +670,59 @@ class QNetwork(nn.Module):
         return q[:, 0], state
 
 
+def _init_linear(layer: nn.Linear, style: str) -> None:
+    """Regym's layer_init: Xavier-uniform weight, zero bias. Archi's (called by its FC module with w_scale sqrt(2)):
+    kaiming-normal weight (fan_out, ReLU gain) x sqrt(2), i.e. std 2 / sqrt(out_features), bias U(-0.08, 0.08)."""
+    if style == "regym":
+        nn.init.xavier_uniform_(layer.weight)
+        nn.init.zeros_(layer.bias)
+    else:
+        nn.init.kaiming_normal_(layer.weight, mode="fan_out", nonlinearity="relu")
+        with torch.no_grad():
+            layer.weight.mul_(math.sqrt(2))
+        nn.init.uniform_(layer.bias, -ARCHI_BIAS, ARCHI_BIAS)
+
+
+def _init_lstm(lstm: nn.Module, style: str) -> None:
+    """Regym's layer_init_lstm: orthogonal weights, zero biases. Archi's layer_init on an LSTM cell (w_scale 1):
+    kaiming-normal weights (fan_out = 4 x hidden, ReLU gain), biases U(-0.08, 0.08)."""
+    for name, p in lstm.named_parameters():
+        if name.startswith("weight"):
+            if style == "regym":
+                nn.init.orthogonal_(p)
+            else:
+                nn.init.kaiming_normal_(p, mode="fan_out", nonlinearity="relu")
+        elif style == "regym":
+            nn.init.zeros_(p)
+        else:
+            nn.init.uniform_(p, -ARCHI_BIAS, ARCHI_BIAS)
+
+
+def initialise(net: QNetwork, style: str) -> None:
+    """The originals' initialisation (module docstring): `style` "regym" ("lstm", "dnc") or "archi" (the Archi cores)
+    for every Linear and LSTM layer but the self-attention modules' (PyTorch's own, as Archi left them); the dueling
+    head is Regym's DuelingLayer in both; the DNC's interface and output layers as Regym's DNC."""
+    attention = {id(m) for a in net.modules() if isinstance(a, nn.MultiheadAttention) for m in a.modules()}
+    for m in net.modules():
+        if id(m) in attention:
+            continue
+        if isinstance(m, nn.Linear):
+            _init_linear(m, style)
+        elif isinstance(m, (nn.LSTM, nn.LSTMCell)):
+            _init_lstm(m, style)
+    _init_linear(net.head.value, "regym")
+    _init_linear(net.head.advantage, "regym")
+    if isinstance(net.core, DNCCore):
+        core, weight = net.core, net.core.output.weight
+        vt = nn.init.orthogonal_(weight.new_empty(weight.shape[0], core.controller.sizes[-1]))  # linear_output
+        reads = nn.init.xavier_uniform_(weight.new_empty(weight.shape[0], core.r * core.w))  # output_fn: no scale
+        with torch.no_grad():
+            nn.init.orthogonal_(core.interface.weight).mul_(1e-3)
+            weight.copy_(torch.cat([vt * 1e-3, reads], dim=1))
+        nn.init.zeros_(core.interface.bias)
+        nn.init.zeros_(core.output.bias)
+
+
 def build_network(config: NetConfig, dims: InputDims, layout: ActionLayout, partner_action: bool = False) -> QNetwork:
     """The QNetwork of `config.core` for these input sizes and actions; partner_action adds SAD's input (the
     partner's previous greedy action, one-hot, last in the encoder's concatenation)."""
@@ -586,8 +735,10 @@ def build_network(config: NetConfig, dims: InputDims, layout: ActionLayout, part
             core: Core = LSTMCore(encoder.out_dim, c.lstm, residual=True)
         else:
             core = DNCCore(encoder.out_dim, c.dnc_controller, c.dnc_slots, c.dnc_width, c.dnc_reads, c.dnc_out,
-                           c.dnc_recon, c.recon_slots)
-        return QNetwork(encoder, core, dims.n_actions, layout.legal, head_mask=False)
+                           c.dnc_recon, c.recon_slots, c.dnc_interface)
+        net = QNetwork(encoder, core, dims.n_actions, layout.legal, head_mask=False)
+        initialise(net, "regym")
+        return net
     if c.core not in ARCHI_CORES:
         raise ValueError(f"core must be one of {CORES}, got {c.core!r}")
     encoder = ArchiEncoder(dims, c.archi_obs, c.archi_comm, partner_action)
@@ -595,8 +746,10 @@ def build_network(config: NetConfig, dims: InputDims, layout: ActionLayout, part
         core = LSTMCore(encoder.out_dim, (c.archi_lstm,), residual=False)
     elif c.core == "esbn":
         core = ESBNCore(encoder.out_dim, c.esbn_controller, c.esbn_key, c.esbn_lstm, c.esbn_out, c.memory_capacity,
-                        c.recon_slots)
+                        c.recon_slots, c.empty_slots)
     else:
         core = DCEMCore(encoder.out_dim, encoder.obs_dim, encoder.comm_dim, dims.flags, c.dcem_query, c.dcem_heads,
-                        c.dcem_topk, c.dcem_lstm, c.dcem_fc, c.memory_capacity)
-    return QNetwork(encoder, core, dims.n_actions, layout.legal, head_mask=True)
+                        c.dcem_topk, c.dcem_lstm, c.dcem_fc, c.memory_capacity, c.empty_slots)
+    net = QNetwork(encoder, core, dims.n_actions, layout.legal, head_mask=True)
+    initialise(net, "archi")
+    return net

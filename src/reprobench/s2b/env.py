@@ -11,7 +11,7 @@ With R = `nbr_communication_rounds` and listener feedback, an RG is R + 2 observ
 
 The episode ends on the step that returns the last feedback observation: (R + 2) #RGs - 1 steps. Without feedback an
 RG is R + 1 observations, the decision step returns the next RG's round 0, and the episode ends on the last decision,
-(R + 1) #RGs steps.
+(R + 1) #RGs steps (S2B at 013d16c; for the code Figure 6 ran with, see the terminal observation below).
 
 Observation (a Dict; the reference returns every key but `stimulus` with a leading batch dimension of 1, dropped
 here so that observations lie in the declared space):
@@ -25,14 +25,23 @@ decision. "None of them" is the last decision, K + 1 (section 2.4).
 Info (plain Python values and small arrays): `phase` ("support"/"query") and `mode` ("train<k>"/"test") of the
 returned observation's game, `round_idx` (-1 at feedback) and `round_id` ((R + 1,) int8 one-hot, zeros at -1),
 `game_index`, the privileged `target_decision`, `speaker_latents` (N_dim,) and `listener_latents` (K + 1, N_dim)
-int64, and for the action just taken `decided` (this step scored a decision), `correct` and `decision_phase`
-("support"/"query", "" when nothing was scored). ZSCT accuracy = mean of `correct` over steps with
-decision_phase == "query".
+int64, and for the action just taken `decided` (this step scored a decision), `correct`, and the phase and mode
+the decision was scored in (its reward) and counts in (its accuracy), `decision_phase` ("support"/"query") and
+`decision_mode` ("train<k>"/"test"), both "" when nothing was scored. They are the decided game's own, except with
+S2B's late phase switch (variant below). ZSCT accuracy = mean of `correct` over steps with decision_mode == "test"
+(equivalently decision_phase == "query").
 
 Faithful/corrected and other options (specs/s2b.md sections 6.3-6.4):
 - variant: "faithful" (default): the speaker sees a uniformly random object-centric (OC) sample of the target, so a
   listener that keeps the target sees the speaker's very vector with probability 1/O (section 1.3); "corrected":
   the speaker sees the target's own OC sample, so for O > 1 the listener never sees the speaker's vector.
+  Without listener feedback (Figure 6), "faithful" also keeps S2B's late phase switch (DEVIATIONS S21; S2B
+  `013d16c` L383-398 run before L519-547, `1b287de` L357-367 before L487-504): the modes move on when the last
+  round of a mode's last game is shown, before its decision is scored, so that decision is scored and counted in
+  the next mode: the last one of support pass k in pass k + 1, the last support one in the query phase (-2 if
+  wrong, in the ZSCT accuracy), and the last query one in support pass 0 (0 if wrong, in train0; the modes wrap).
+  "corrected" (and every game with feedback, where S2B scores at the feedback step, before the switch) scores each
+  decision in its own game's phase and mode.
 - descriptive_target_ratio: None gives the reference's 1 / (1 + K + descriptive), P(keep the target), so all
   K + 2 answers are equiprobable; pass 1 / (K + 1) for runs of the 2022-12-08 .. 2023-01-12 window (section 2.8).
 - query_all: False (faithful) queries the component-focused sample of the test split; True queries every test
@@ -58,7 +67,11 @@ Choices where the spec is silent:
   round_idx >= 0. It is what the feedback observation shows (or, without feedback, the next RG's round 0). At the
   feedback step the speaker utters all EoS, which the next RG's round 0 shows (the spec's trace).
 - The terminal observation without feedback (there is no next RG) repeats the last decision observation's stimulus
-  and message, with round_idx -1 and previous_game_* updated.
+  and message, with round_idx -1 and previous_game_* updated, in the query phase. S2B is not silent here: at
+  013d16c it shows the last game's stimulus again at round 0 with the modes wrapped to train0 (mode_id [1, 0]);
+  the trainer never stores or counts this observation (its next step is an autoreset). The S2B code Figure 6 ran
+  with (d1f9f14, 2021-09, before 86ebb8a) did not end the episode there at all: it went on through `nbr_shots` more
+  support passes showing the last query game again, and ended on the next test mode's round 0 (not reproduced).
 - Each support pass presents the same targets in the same order, with fresh distractors, coins and shuffles.
 - The reference's unclipped stimuli are kept (section 1.2): a value can lie slightly outside the declared
   Box(-1, 1) (at most about 0.13 % of the samples of a dimension's first and last values).
@@ -133,6 +146,11 @@ class GameConfig:
     @property
     def obs_per_game(self) -> int:
         return self.n_rounds + 2 if self.listener_feedback else self.n_rounds + 1
+
+    @property
+    def late_switch(self) -> bool:
+        """S2B's late phase switch (module docstring, DEVIATIONS S21): faithful and without listener feedback."""
+        return self.variant == "faithful" and not self.listener_feedback
 
 
 def make_config(nbr_communication_rounds=1, vocab_size=6, max_sentence_length=3, descriptive=False, nbr_latents=3,
@@ -596,6 +614,19 @@ def mode_names(cfg: GameConfig) -> np.ndarray:
     return np.array(["test", *(f"train{k}" for k in range(cfg.nbr_shots))], dtype=object)
 
 
+def scored_blocks(cfg: GameConfig, mode: np.ndarray, shot: np.ndarray, terminal: np.ndarray):
+    """(mode, shot) of the phase and support pass (-1: query) in which a decision on each row is scored and counted,
+    for the rows of whole episodes (mode, shot, terminal: (rows,) arrays; terminal marks each episode's last row).
+    A row's own game's, or with cfg.late_switch the next row's (without feedback a decision row is followed by the
+    next game's round 0, whose mode S2B has already switched to), and (support, pass 0) for an episode's last
+    decision, as S2B's modes wrap to train0 after the query phase."""
+    if not cfg.late_switch:
+        return mode, shot
+    wrap = np.append(terminal[1:], True)  # the next row is a terminal one (or there is none)
+    return (np.where(wrap, SUPPORT, np.append(mode[1:], SUPPORT)).astype(mode.dtype),
+            np.where(wrap, 0, np.append(shot[1:], 0)).astype(shot.dtype))
+
+
 def reward_of(correct, mode):
     """+1 for a right decision, else 0 in support and -2 in query (section 2.6); works on arrays."""
     return np.where(correct, REWARD_SUCCESS, np.where(mode == SUPPORT, REWARD_FAIL_SUPPORT, REWARD_FAIL_QUERY))
@@ -650,11 +681,13 @@ class MetaReferentialGame(gymnasium.Env):
         if seed is None and self._np_random is None and self._seed is not None:
             seed = self._seed
         super().reset(seed=seed)
-        self.episode = generate_episode(self.np_random, self.config)
+        self.episode = ep = generate_episode(self.np_random, self.config)
+        terminal = np.arange(ep.n_steps + 1) == ep.n_steps
+        self._scored_mode, self._scored_shot = scored_blocks(self.config, ep.mode, ep.shot, terminal)
         self._t = 0
         self._prev_reward = 0.0
         self._prev_result = np.zeros(2, dtype=np.int8)
-        return self._observation(0), self._info(0, False, False, -1)
+        return self._observation(0), self._info(0, False, False, -1, -1)
 
     def step(self, action):
         if self.episode is None:
@@ -665,15 +698,16 @@ class MetaReferentialGame(gymnasium.Env):
         decision = self._decision(action)
         decided = bool(ep.decision[t])
         correct = decided and decision == int(ep.target[t])
-        reward = 0.0
-        if decided:
-            reward = float(reward_of(correct, ep.mode[t]))
+        reward, phase, shot = 0.0, -1, -1
+        if decided:  # scored in its game's phase, or with S2B's late switch the next one's
+            phase, shot = int(self._scored_mode[t]), int(self._scored_shot[t])
+            reward = float(reward_of(correct, phase))
             self._prev_reward = reward
             self._prev_result = np.array([0, 1] if correct else [1, 0], dtype=np.int8)
         self._t = t + 1
         terminated = self._t == ep.n_steps
         return (self._observation(self._t), reward, terminated, False,
-                self._info(self._t, decided, correct, int(ep.mode[t]) if decided else -1))
+                self._info(self._t, decided, correct, phase, shot))
 
     def _decision(self, action) -> int:
         value = action["decision"] if isinstance(action, Mapping) else action
@@ -699,7 +733,9 @@ class MetaReferentialGame(gymnasium.Env):
             "stimulus": ep.stimulus[t].copy(),
         }
 
-    def _info(self, t: int, decided: bool, correct: bool, decision_mode: int) -> dict:
+    def _info(self, t: int, decided: bool, correct: bool, scored_phase: int, scored_shot: int) -> dict:
+        """The info of observation t; scored_phase (-1: nothing scored) and scored_shot: where the action just
+        taken was scored (scored_blocks)."""
         ep = self.episode
         r = int(ep.round_idx[t])
         round_id = np.zeros(self.config.n_rounds + 1, dtype=np.int8)
@@ -716,5 +752,6 @@ class MetaReferentialGame(gymnasium.Env):
             "listener_latents": ep.listener_latents[t].copy(),
             "decided": bool(decided),
             "correct": bool(correct),
-            "decision_phase": PHASES[decision_mode] if decision_mode >= 0 else "",
+            "decision_phase": PHASES[scored_phase] if scored_phase >= 0 else "",
+            "decision_mode": self._modes[scored_shot + 1] if scored_phase >= 0 else "",
         }

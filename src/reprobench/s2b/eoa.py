@@ -1,15 +1,33 @@
 """Ease-of-acquisition (EoA) of a speaker's language (S2B paper, Table 1, Algorithms 3-4; specs/s2b.md section 4.5):
-a FRESH listener learns, for `epochs` epochs, a descriptive-only, object-centric referential game over one episode's
+a listener learns, for `epochs` epochs, a descriptive-only, object-centric referential game over one episode's
 support (train-split) combinations, with the speaker's messages; the score is its accuracy on the episode's query
 (test-split) combinations. Re-implemented from the spec and from reading ReferentialGym's LSTMObsListener and
 `discriminative_st_gs_referential_game_loss` (the Regym ORG wrapper that logged `Training/ORG/TestAccuracy`).
 
     speaker = posdis_speaker(max_len=4)
     space = stimuli.sample_space(np.random.default_rng(0), n_dims=3, v_min=2, v_max=5, n_oc=4)
-    ease_of_acquisition(space, speaker, EoAConfig(), seed=0)["accuracy"]       # one listener
-    ease_of_acquisition_batch([space] * 8, speaker, EoAConfig(), seeds=range(8))  # 8 listeners trained at once
+    ease_of_acquisition(space, speaker, EoAConfig(), seed=0)["accuracy"]       # one fresh listener
+    ease_of_acquisition_batch([space] * 8, speaker, EoAConfig(), seeds=range(8))  # 8 fresh listeners trained at once
+    ease_of_acquisition_sequence(spaces, speaker, EoAConfig(), seeds)          # one listener through the episodes
 
-The listener (per ReferentialGym, K = 0 descriptive). Encoder f: MLP N_dim -> 64 -> 64, ReLU after both layers.
+The listener's lifetime (DEVIATIONS S28). As run, the listener is never re-initialised: the ORG wrapper (Regym
+10e54b2d org_wrapper.py) builds it and its Adam optimiser once (L692-707; ReferentialGym.make only at the first
+training, L1264-1274) and, every `ORG_rg_training_period` = 2 finished episodes (L1212-1221), trains it 512 epochs on
+the episode just finished and logs its test accuracy. `run_EoA_PS.sh` sets `ORG_rg_reset_listener_each_training=False`
+(so L161-162 skip the reset); `run_lstm+org_marl.sh` sets it True, but the reset is a no-op: LSTMObsListener's
+`reset_weights(whole=True)` (ReferentialGym 1e5fc9c2 rnn_obs_listener.py L202-208) only applies `layer_init`, which
+returns at its first line (networks.py L73-74), and nothing touches the not-target logit, the BatchNorm statistics or
+Adam's state. So the faithful EoA (`ease_of_acquisition_sequence(listener="persistent")`) is one listener, with one
+Adam state, trained on the scored episodes in turn, each score taken after its own 512 epochs (run_EoA_PS.sh's run,
+512 observations over 2 actors at about 75 steps an episode, made about 3 such trainings); the corrected one
+(`listener="fresh"`) is a new listener per episode, the measure as spec 6.4 and its summary describe it: the score
+of one episode's language, not dependent on how many episodes, and which, the listener learned before. A persistent
+listener carries over both what transfers (the posdis language is the same in every episode) and what interferes
+(each episode's SCS values sit elsewhere): measured at 512 epochs it is neither uniformly better nor worse.
+
+The listener (per ReferentialGym, K = 0 descriptive). Encoder f: MLP N_dim -> 64 -> 64, ReLU after both layers
+(ReferentialGym's FCBody puts a LeakyReLU after the first layer and nothing after the last, then BatchNorm; not
+reproduced, DEVIATIONS S15).
 Symbols: one-hot over vocab_size (64), times a 64-wide matrix without bias (an embedding). A 1-layer LSTM (64 units)
 reads the message token by token, and after every token t the listener decides: score s_t = <f(x), h_t> for "the
 message describes x" against a learned, message-independent not-target logit n (initialised to 1), i.e. logits
@@ -28,10 +46,14 @@ Protocol (the choices the spec leaves open):
   max_len, right-padded with EoS 0 to max_len; tokens in [0, vocab_size), 0 = EoS. The tokens are fed as given (no
   vocabulary permutation: the ORG oracle spoke in its own token space; a fixed bijection does not change learnability).
 - A trial: a target stimulus (combination c, object-centric index j); with probability keep_target (0.5) the listener
-  sees c through another object-centric sample ("hard": uniform over the O - 1 indices other than j, the same vector
-  when O = 1; stimuli.player_oc_indices), right answer "target"; otherwise it sees a stimulus drawn uniformly from the
-  pool's stimuli of OTHER combinations (Algorithm 1's Dataset - TD(s0)), right answer "not target". The ReferentialGym
-  version read excludes only the target stimulus itself, so its "not target" can be another sample of c; not kept.
+  sees c through a uniformly random object-centric sample of c (j included), right answer "target"; otherwise it sees
+  a stimulus drawn uniformly from the pool's stimuli of OTHER combinations (Algorithm 1's Dataset - TD(s0)), right
+  answer "not target". Both as run: ReferentialGym (1e5fc9c2 datasets/dataset.py L193-205) draws the replacement
+  with the target's class, i.e. its combination, excluded (`excepts_class`, object-centric); and whatever OC index
+  the kept trial picks ('ratio-75': 75% another index of c, 25% the target's own, L273-289), the SCS dataset's
+  `__getitem__` draws a fresh random OC sample of the combination at every fetch (S2B 013d16c
+  symbolic_continuous_stimulus_dataset.py L461-462, L694-735), so the listener sees each of the O vectors of c with
+  probability 1/O. (Ours before issue 25 excluded the index j: the same marginal, stratified within an epoch.)
 - Pools: training targets and replacements are the support stimuli (all train-split combinations x O). Query targets
   are the query stimuli; their replacements come from train + test stimuli (`test_pool="all"`, ReferentialGym adds
   the train classes to the test pool), or from the query stimuli only (`test_pool="query"`).
@@ -41,9 +63,10 @@ Protocol (the choices the spec leaves open):
 - Score: after the last epoch, `test_repeats` passes (default 1, as the ORG's one test pass per epoch) over every query
   stimulus (#test combinations x O trials per pass, each with a fresh keep/replace draw): "accuracy". The same on the
   support stimuli (with the training pool): "train_accuracy".
-- Omitted from ReferentialGym's listener: the BatchNorm layers on the encoder output (not in the spec's description;
-  their train/eval statistics would make the score depend on batch composition), dropout (0 in the ORG), the tau head
-  (unused). Initialisation is PyTorch's default for Linear and LSTM layers (ReferentialGym's layer_init differs).
+- Omitted from ReferentialGym's listener: the two BatchNorm layers on the encoder output (not in the spec's
+  description; their train/eval statistics would make the score depend on batch composition), dropout (0 in the ORG),
+  the tau head (unused). Initialisation is PyTorch's default for Linear and LSTM layers, as ReferentialGym's (its
+  layer_init is a no-op at 6961241e and 1e5fc9c2).
 
 Vectorised: P listeners (different episodes and/or seeds, same N_dim) are P slices of one flat parameter tensor; every
 layer is a batched matmul, the loss is the sum of the P listeners' own means (so their gradients do not mix), and a
@@ -69,6 +92,8 @@ from reprobench.s2b import stimuli
 from reprobench.s2b.speaker import EOS, posdis_message
 
 TEST_POOLS = ("all", "query")
+LISTENERS = ("persistent", "fresh")  # the listener's lifetime over a sequence of episodes
+LISTENER_OF_VARIANT = {"faithful": "persistent", "corrected": "fresh"}  # DEVIATIONS S28
 TARGET, NOT_TARGET = 0, 1  # answer indices (ReferentialGym's: the stimulus, then the "none" answer K + 1)
 BETAS = (0.9, 0.999)  # torch.optim.Adam's defaults, which ReferentialGym's optimisation module keeps
 
@@ -299,11 +324,13 @@ def _game(space: stimuli.SymbolicSpace, speaker_fn, config: EoAConfig) -> _Game:
 
 def _trials(rng: np.random.Generator, targets: np.ndarray, pool: np.ndarray, n_oc: int, keep_target: float
             ) -> tuple[np.ndarray, np.ndarray]:
-    """For target stimulus indices (any shape): the listener's stimulus and the right answer. Kept: another OC sample
-    of the target's combination (player_oc_indices); replaced: uniform over the pool's stimuli of other combinations.
-    pool is sorted and holds whole combinations, so the target's O stimuli are one block that the draw skips."""
+    """For target stimulus indices (any shape): the listener's stimulus and the right answer. Kept: a uniformly
+    random OC sample of the target's combination, the target's own included (as run: the SCS dataset draws a fresh OC
+    sample at every fetch, so 'hard', 'ratio-75' and 'extra-simple' all show this; module docstring); replaced:
+    uniform over the pool's stimuli of other combinations. pool is sorted and holds whole combinations, so the
+    target's O stimuli are one block that the draw skips."""
     kept = rng.random(targets.shape) < keep_target
-    _, oc = stimuli.player_oc_indices(rng, targets, n_oc)
+    oc = rng.integers(n_oc, size=targets.shape)
     combo = targets // n_oc
     start = np.searchsorted(pool, combo * n_oc)
     r = rng.integers(len(pool) - n_oc, size=targets.shape)
@@ -373,14 +400,9 @@ def _correct(flat: Tensor, n_dims: int, config: EoAConfig, table: Tensor, messag
     return ((decide(logits, tokens) == trials["answer"]) & trials["valid"]).sum(1)
 
 
-def ease_of_acquisition_batch(spaces: Sequence, speaker_fn, config: EoAConfig, seeds: Sequence[int],
-                              device: str | torch.device = "cpu") -> list[dict]:
-    """EoA of P listeners trained together, listener p on spaces[p] (a SymbolicSpace or an episode with .space) with
-    seeds[p]; speaker_fn is one speaker for all or a sequence of P. Returns one dict per listener:
-    accuracy (query trials), train_accuracy (support trials), train_loss (mean impatient hinge over the last epoch),
-    n_query_trials, n_support_trials, n_support_stimuli, steps (Adam steps taken), epochs."""
+def _games(spaces: Sequence, speaker_fn, config: EoAConfig, seeds: Sequence[int]) -> tuple[list[_Game], int]:
+    """Each space's game (with its speaker's messages) and the common N_dim; ValueError on mismatched inputs."""
     spaces = [_space_of(s) for s in spaces]
-    seeds = [int(s) for s in seeds]
     if not spaces or len(spaces) != len(seeds):
         raise ValueError(f"need one seed per space, got {len(spaces)} spaces and {len(seeds)} seeds")
     speakers = list(speaker_fn) if isinstance(speaker_fn, Sequence) else [speaker_fn] * len(spaces)
@@ -389,23 +411,32 @@ def ease_of_acquisition_batch(spaces: Sequence, speaker_fn, config: EoAConfig, s
     n_dims = spaces[0].n_dims
     if any(s.n_dims != n_dims for s in spaces):
         raise ValueError("every space of a batch must have the same n_dims (the encoder's input width)")
-    games = [_game(s, f, config) for s, f in zip(spaces, speakers)]
+    return [_game(s, f, config) for s, f in zip(spaces, speakers)], n_dims
+
+
+def _adam_state(flat: Tensor) -> dict[str, Tensor]:
+    """A fresh Adam state (moments and step count) for the listeners `flat` (P, n_params)."""
+    return {"m": torch.zeros_like(flat), "v": torch.zeros_like(flat),
+            "step": torch.zeros(flat.shape[0], device=flat.device)}
+
+
+def _acquire(games: list[_Game], n_dims: int, rngs: list[np.random.Generator], config: EoAConfig, flat: Tensor,
+             state: dict[str, Tensor]) -> list[dict]:
+    """Train the listeners `flat` (P, n_params, requires_grad; updated in place, as is their Adam `state`) for
+    config.epochs epochs, listener p on games[p] with its trials drawn from rngs[p], then score them (see
+    ease_of_acquisition_batch for the returned keys)."""
+    dev = flat.device
     steps = [math.ceil(len(g.support) / config.batch_size) for g in games]
     n_steps = max(steps)
-    rngs = [np.random.default_rng(seed) for seed in seeds]
     schedules = [_schedule(r, g, config, n_steps) for r, g in zip(rngs, games)]
     evals = {phase: [_evaluation(r, g, config, phase) for r, g in zip(rngs, games)] for phase in ("query", "support")}
 
-    dev = torch.device(device)
     table = torch.from_numpy(_stack([g.stimuli for g in games])).to(dev)  # (P, M, N)
     messages = torch.from_numpy(_stack([g.messages for g in games])).to(dev)  # (P, C, L)
     # (epochs, steps, P, batch): one slice per Adam step, already on the device
     sched = {k: torch.from_numpy(np.stack([s[k] for s in schedules], axis=2)).to(dev) for k in schedules[0]}
     weight = sched["valid"].float() / sched["valid"].sum(-1, keepdim=True).clamp(min=1)  # each listener's batch mean
     active = sched["valid"].any(-1)  # (epochs, steps, P)
-    flat = init_listeners(n_dims, config, seeds).to(dev).requires_grad_(True)
-    state = {"m": torch.zeros_like(flat), "v": torch.zeros_like(flat),
-             "step": torch.zeros(len(games), device=dev)}
     rows = torch.arange(len(games), device=dev)[:, None]
     last_loss = torch.zeros(len(games), device=dev)
     for e in range(config.epochs):
@@ -420,20 +451,53 @@ def ease_of_acquisition_batch(spaces: Sequence, speaker_fn, config: EoAConfig, s
                 _adam_step(flat, grad, state, active[e, s], config)
                 if e == config.epochs - 1:
                     last_loss += per_listener.detach()
-    flat = flat.detach()
 
     scores = {}
     with torch.no_grad():
         for phase, trials in evals.items():
             t = {k: torch.from_numpy(_stack([tr[k] for tr in trials])).to(dev) for k in ("combo", "listener", "answer")}
             t["valid"] = torch.from_numpy(_stack([np.ones(len(tr["combo"]), bool) for tr in trials], False)).to(dev)
-            counts = _correct(flat, n_dims, config, table, messages, t).cpu().numpy()
+            counts = _correct(flat.detach(), n_dims, config, table, messages, t).cpu().numpy()
             scores[phase] = counts / np.array([len(tr["combo"]) for tr in trials])
     last_loss = (last_loss / torch.tensor(steps, device=dev, dtype=last_loss.dtype)).cpu().numpy()
     return [{"accuracy": float(scores["query"][p]), "train_accuracy": float(scores["support"][p]),
              "train_loss": float(last_loss[p]), "n_query_trials": len(evals["query"][p]["combo"]),
              "n_support_trials": len(evals["support"][p]["combo"]), "n_support_stimuli": len(games[p].support),
              "steps": steps[p] * config.epochs, "epochs": config.epochs} for p in range(len(games))]
+
+
+def ease_of_acquisition_batch(spaces: Sequence, speaker_fn, config: EoAConfig, seeds: Sequence[int],
+                              device: str | torch.device = "cpu") -> list[dict]:
+    """EoA of P fresh listeners trained together, listener p on spaces[p] (a SymbolicSpace or an episode with .space)
+    with seeds[p]; speaker_fn is one speaker for all or a sequence of P. Returns one dict per listener:
+    accuracy (query trials), train_accuracy (support trials), train_loss (mean impatient hinge over the last epoch),
+    n_query_trials, n_support_trials, n_support_stimuli, steps (Adam steps taken), epochs."""
+    seeds = [int(s) for s in seeds]
+    games, n_dims = _games(spaces, speaker_fn, config, seeds)
+    flat = init_listeners(n_dims, config, seeds).to(torch.device(device)).requires_grad_(True)
+    return _acquire(games, n_dims, [np.random.default_rng(seed) for seed in seeds], config, flat, _adam_state(flat))
+
+
+def ease_of_acquisition_sequence(spaces: Sequence, speaker_fn, config: EoAConfig, seeds: Sequence[int],
+                                 listener: str = "persistent", device: str | torch.device = "cpu") -> list[dict]:
+    """EoA scored on each of a sequence of episodes (spaces, speaker_fn and seeds as in ease_of_acquisition_batch).
+
+    listener 'persistent' (faithful, as run: module docstring): ONE listener, initialised from seeds[0], trains
+    config.epochs epochs on spaces[0] and is scored on its query, then goes on (its weights and its Adam moments and
+    step count) to spaces[1], and so on; episode k's trials are drawn from seeds[k], so episode 0 scores exactly as
+    ease_of_acquisition(spaces[0], seed=seeds[0]). 'fresh' (corrected): a new listener per episode, exactly
+    ease_of_acquisition_batch. Each dict also holds prior_episodes: how many episodes the listener trained on
+    before this one."""
+    if listener not in LISTENERS:
+        raise ValueError(f"listener must be one of {LISTENERS}, got {listener!r}")
+    seeds = [int(s) for s in seeds]
+    if listener == "fresh":
+        return [r | {"prior_episodes": 0} for r in ease_of_acquisition_batch(spaces, speaker_fn, config, seeds, device)]
+    games, n_dims = _games(spaces, speaker_fn, config, seeds)
+    flat = init_listeners(n_dims, config, seeds[:1]).to(torch.device(device)).requires_grad_(True)
+    state = _adam_state(flat)  # one optimiser for the whole sequence, as the ORG wrapper's (built once)
+    return [_acquire([g], n_dims, [np.random.default_rng(seed)], config, flat, state)[0] | {"prior_episodes": k}
+            for k, (g, seed) in enumerate(zip(games, seeds))]
 
 
 def ease_of_acquisition(space_or_episode, speaker_fn, config: EoAConfig | None = None, seed: int = 0,

@@ -28,9 +28,14 @@ of the episode is frozen and, from it, the speaker is asked once per combination
 its greedy message, seeing that combination's first object-centric sample as its stimulus and otherwise its
 episode's last (feedback) observation with round_id set to round 0 (a query game's first round). Its messages are
 scored as Table 1's PS row is (probes.language_scores: topsim, posdis, bosdis on 256 factor-fixed points of the
-episode's support split), and by a fresh EoA listener (reprobench.s2b.eoa) trained on the support combinations with
-these messages, scored on the query ones. Records hold each score's mean over the probed episodes (NaN-skipping: a
-speaker that says one message for everything has topsim and posdis undefined) and the mean number of distinct messages.
+episode's support split), and by the EoA listener (reprobench.s2b.eoa) trained on the support combinations with
+these messages, scored on the query ones: faithful, one listener carried through the evaluation's probed episodes in
+the order they finished, as the ORG wrapper's listener is never re-initialised (a new one at each evaluation, so that
+an evaluation's score does not depend on the run's evaluation history); corrected, a fresh listener per episode
+(DEVIATIONS S28). Records hold each score's mean over the probed episodes and the mean number of distinct messages.
+A speaker that says one message for everything scores 0.0 on each, as ReferentialGym logs it (probes.language_scores;
+DEVIATIONS S22), and counts in the mean; the mean skips only the NaN of an episode whose picked points all got one
+message while its support split did not (topsim undefined there, NaN in ReferentialGym's log too).
 
 Exact resume as train.Trainer's: the environment is rebuilt by stepping it with all-EoS messages and the saved
 step's last message.
@@ -279,7 +284,7 @@ class MARLTrainer(Trainer):
             lookup = messages[stimuli.combination_index(latents, d)]
             rng = np.random.default_rng([c.eval_seed, k])  # the same points at every evaluation
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # a constant language: undefined correlations
+                warnings.simplefilter("ignore", RuntimeWarning)  # one message on the picked points: undefined topsim
                 rows.append(probes.language_scores(rng, latents, lookup))
 
         def speaker_of(messages, d):
@@ -288,9 +293,10 @@ class MARLTrainer(Trainer):
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # the EoA listeners are tiny: one thread is faster (eoa's docstring)
         try:
-            acquired = eoa.ease_of_acquisition_batch(
+            acquired = eoa.ease_of_acquisition_sequence(
                 [s for s, _, _ in probed], [speaker_of(m, s.n_values) for s, m, _ in probed], self.marl.eoa,
-                seeds=[1000 * c.seed + k for k in range(len(probed))])  # independent listeners per run
+                seeds=[1000 * c.seed + k for k in range(len(probed))],  # listeners of their own per run
+                listener=eoa.LISTENER_OF_VARIANT[c.env.get("variant", "faithful")])
         finally:
             torch.set_num_threads(threads)
         with warnings.catch_warnings():

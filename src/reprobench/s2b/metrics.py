@@ -4,11 +4,12 @@ Language metrics follow EGG (egg/core/language_analysis.py); `faithful=True` sel
 it differs (ReferentialGym's metric modules, run by Regym's ORG wrapper, logged the paper's Table 1):
 
 - topographic_similarity: EGG = Spearman(Hamming distance of meanings, edit distance / mean length of messages) over
-  all unordered pairs. ReferentialGym = -Spearman(unnormalised Levenshtein distance, cosine similarity of meanings)
-  over the pairs i < j <= min(N - 2, i + int(comprange N)) (the last sample is in no pair; comprange 0.2 with
-  `metric_fast`, as the Table-1 launcher sets it).
+  all unordered pairs. ReferentialGym = -Spearman(unnormalised Levenshtein distance, cosine similarity of meanings
+  with 1e-20 added to the norms) over the pairs i < j <= min(N - 2, i + int(comprange N)) (the last sample is in no
+  pair; comprange 0.2 with `metric_fast`, as the Table-1 launcher sets it).
 - posdis: the Chaabouni et al. gap: for each message position j with H(m_j) > 0, (I(m_j; a_(1)) - I(m_j; a_(2))) /
-  H(m_j), averaged. ReferentialGym's "ListenerCentred" score is the same number.
+  H(m_j), averaged. ReferentialGym's "ListenerCentred" score is the same number (-1 where EGG's is nan: no position
+  varies).
 - bosdis: the same gap over per-symbol counts; EGG drops the EoS count (symbol 0), ReferentialGym keeps it.
 - speaker_centred=True gives ReferentialGym's other logged variant (its "SpeakerCentred", Denamganaï): for each
   attribute k with H(a_k) > 0, the gap between the two message positions (or symbol counts) sharing most
@@ -22,7 +23,11 @@ variant better than the listener-centred one; posdis is the same number in both 
 Disentanglement metrics follow disentanglement_lib (evaluation/metrics/{mig,modularity_explicitness,factor_vae}.py):
 codes are discretised per dimension into 20 equal-width histogram bins over their own range, and mutual information
 is sklearn's plug-in estimate (nats). Sampling (i.i.d. points, factor-fixed batches) is the caller's: see
-reprobench.s2b.stimuli for the SCS samplers.
+reprobench.s2b.stimuli for the SCS samplers; factor_vae_score_referentialgym is ReferentialGym's FactorVAE module,
+which votes on factor-fixed batches of a fixed set of samples.
+
+Two inputs the references accept are refused here (DEVIATIONS S23): a token >= vocab_size in symbol_counts (EGG's
+bosdis ignores it) and a constant factor in mig (disentanglement_lib divides by its zero entropy: MIG nan).
 
 Arrays are (n_samples, n_columns) throughout: attributes/factors are integer classes, messages integer tokens,
 codes real numbers. Plug-in MI of sklearn.metrics.mutual_info_score is used for every MI and entropy (an entropy is
@@ -35,6 +40,7 @@ not a dependency and np.histogram has no axis) and the FactorVAE votes (vectoris
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -43,7 +49,10 @@ from scipy.stats import spearmanr
 from sklearn.metrics import mutual_info_score
 
 N_BINS = 20  # disentanglement_lib's histogram discretiser
-COS_EPS = 1e-8  # ReferentialGym adds an eps to the norms: a zero meaning vector has cosine 0 with everything
+# ReferentialGym adds 1e-20 to the norms (utils/utils.py L14, L144-151 at 6961241e): a zero meaning vector has cosine
+# 0 with everything, and parallel class vectors keep cosine 1 (an eps of 1e-8 would rank them by their norms)
+COS_EPS = 1e-20
+PRUNE_THRESHOLD = 0.05  # ReferentialGym's metric modules (and disentanglement_lib's prune_dims): std >= 0.05
 FAST_COMPRANGE = 0.2  # ReferentialGym's pair window with metric_fast
 
 
@@ -106,20 +115,22 @@ def _speaker_centred_gap(attributes: np.ndarray, representations: np.ndarray) ->
     return float(np.mean((mi[-1] - mi[-2]) / h[keep]))
 
 
-def posdis(attributes, messages, speaker_centred: bool = False) -> float:
+def posdis(attributes, messages, speaker_centred: bool = False, faithful: bool = False) -> float:
     """Positional disentanglement (Chaabouni et al. 2020) of messages (n, L) about attributes (n, A). 1 for a
     perfectly positional language on a product of attribute values, 0 when no position singles out an attribute.
-    nan (EGG) when every position is constant."""
+    When every position is constant: nan (EGG), or -1 with faithful=True (ReferentialGym's "ListenerCentred" score,
+    the same number otherwise)."""
     attributes, messages = _paired("attributes", attributes, "messages", messages)
     if speaker_centred:
         return _speaker_centred_gap(attributes, messages)
-    return _listener_centred_gap(attributes, messages, faithful=False)
+    return _listener_centred_gap(attributes, messages, faithful=faithful)
 
 
 def symbol_counts(messages, vocab_size: int | None = None) -> np.ndarray:
     """(n, vocab_size) int64 bag-of-symbols: how often each symbol 0..vocab_size-1 occurs in each message
     (vocab_size defaults to the largest token + 1, as ReferentialGym does; EGG uses the game's vocabulary, which only
-    adds constant zero columns)."""
+    adds constant zero columns). A token >= vocab_size raises: EGG's bosdis would silently leave it uncounted, and a
+    token outside the game's vocabulary means the caller passed the wrong messages or vocabulary."""
     messages = _as_2d("messages", messages, integer=True)
     if (messages < 0).any():
         raise ValueError("messages must hold non-negative tokens")
@@ -139,6 +150,10 @@ def bosdis(attributes, messages, vocab_size: int | None = None, faithful: bool =
     if not faithful:
         counts = counts[:, 1:]
     if speaker_centred:
+        # Fewer than 2 count columns (only EoS said, vocab_size inferred): the symbols never said count 0 in every
+        # message, so add their constant columns rather than fail. ReferentialGym's gap fails there (IndexError) and
+        # logs the 0.0 it catches; with the EoS column kept that column is constant too, so the gap is that 0.
+        counts = np.pad(counts, ((0, 0), (0, max(0, 2 - counts.shape[1]))))
         return _speaker_centred_gap(attributes, counts)
     return _listener_centred_gap(attributes, counts, faithful=faithful)
 
@@ -213,7 +228,8 @@ def topographic_similarity(meanings, messages, faithful: bool = False, comprange
     if len(i) < 2:
         raise ValueError(f"{n} samples leave fewer than 2 pairs in ReferentialGym's window")
     unit = meanings / (np.linalg.norm(meanings.astype(float), axis=1, keepdims=True) + COS_EPS)
-    cos = np.einsum("pd,pd->p", unit[i], unit[j])
+    # summed as ReferentialGym's pair-by-pair np.matmul sums (einsum can differ in the last bit, which reorders ties)
+    cos = (unit[i] * unit[j]).sum(axis=1)
     return float(-spearmanr(_pair_edit_distances(messages, i, j), cos).statistic)
 
 
@@ -228,17 +244,39 @@ def factor_fixed_indices(factors, rng: np.random.Generator, n_points: int = 256,
     for name, value in (("n_points", n_points), ("batch_size", batch_size)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    candidates = np.flatnonzero(factors.var(axis=0) > 0) if active_only else np.arange(factors.shape[1])
-    if len(candidates) == 0:
-        raise ValueError("every factor is constant: no factor to fix")
+    candidates = _factors_to_fix(factors, active_only)
     out, done = [], 0
     while done < n_points:
         size = min(n_points - done, batch_size)
-        k = rng.choice(candidates)
-        same = np.flatnonzero(factors[:, k] == factors[rng.integers(len(factors)), k])
-        out.append(rng.choice(same, size=min(size, len(same)), replace=False))
+        out.append(_factor_fixed_batch(factors, rng, candidates, size)[1])
         done += size
     return np.concatenate(out).astype(np.int64)
+
+
+def _factors_to_fix(factors: np.ndarray, active_only: bool) -> np.ndarray:
+    candidates = np.flatnonzero(factors.var(axis=0) > 0) if active_only else np.arange(factors.shape[1])
+    if len(candidates) == 0:
+        raise ValueError("every factor is constant: no factor to fix")
+    return candidates
+
+
+def _factor_fixed_batch(factors: np.ndarray, rng: np.random.Generator, candidates: np.ndarray,
+                        size: int) -> tuple[int, np.ndarray]:
+    """One batch of ReferentialGym's resample=False sampling: a factor k among candidates, a random row, up to size
+    rows sharing its value of k, without replacement. Returns (k, row indices)."""
+    k = rng.choice(candidates)
+    same = np.flatnonzero(factors[:, k] == factors[rng.integers(len(factors)), k])
+    return int(k), rng.choice(same, size=min(size, len(same)), replace=False)
+
+
+def varies(representations, threshold: float = PRUNE_THRESHOLD) -> bool:
+    """ReferentialGym's gate in its metric modules (resample=False): whether any column of the epoch's representations
+    (n, D) has a standard deviation (ddof 1) of at least `threshold`. Where none does, its topsim, posdis, bosdis and
+    FactorVAE modules log 0.0 without computing anything (topographic_similarity_metric_module2.py L404-421,
+    positional_bos_disentanglement_metric_module.py L494-508, factor_vae_disentanglement_metric_module.py L328-331
+    at 6961241e)."""
+    representations = np.asarray(representations, dtype=float)
+    return bool((np.sqrt(np.var(representations, axis=0, ddof=1)) >= threshold).any())
 
 
 def histogram_discretize(codes, n_bins: int = N_BINS) -> np.ndarray:
@@ -258,7 +296,8 @@ def _codes_and_factors(codes, factors) -> tuple[np.ndarray, np.ndarray]:
 
 def mig(codes, factors, n_bins: int = N_BINS) -> float:
     """Mutual Information Gap (Chen et al. 2018) as disentanglement_lib computes it: with m[i, k] = I(bin(z_i); y_k),
-    the mean over factors of (largest - second largest m[., k]) / H(y_k)."""
+    the mean over factors of (largest - second largest m[., k]) / H(y_k). A constant factor raises, where
+    disentanglement_lib divides 0 by its zero entropy and returns nan for the whole score."""
     codes, factors = _codes_and_factors(codes, factors)
     if codes.shape[1] < 2:
         raise ValueError("MIG needs at least 2 code dimensions")
@@ -313,13 +352,58 @@ def factor_vae_score(sample_factors: Callable[[int, np.random.Generator], np.nda
         factors[np.arange(n_points), :, fixed] = factors[np.arange(n_points), 0, fixed][:, None]
         codes = np.asarray(observe(factors.reshape(-1, n_factors), rng), dtype=float)
         local = np.var(codes.reshape(n_points, batch_size, -1), axis=1, ddof=1)
-        argmin = np.argmin(local[:, active] / global_var[active], axis=1)
-        if variant == "corrected":
-            argmin = np.flatnonzero(active)[argmin]
-        out = np.zeros((n_factors, len(global_var)), dtype=np.int64)
-        np.add.at(out, (fixed, argmin), 1)
-        return out
+        return _vote_matrix(fixed, local, global_var, active, n_factors, variant)
 
-    classifier = np.argmax(votes(n_train), axis=0)
-    eval_votes = votes(n_eval)
+    return _majority_vote_accuracy(votes(n_train), votes(n_eval))
+
+
+def _vote_matrix(fixed: np.ndarray, local: np.ndarray, global_var: np.ndarray, active: np.ndarray, n_factors: int,
+                 variant: str) -> np.ndarray:
+    """(n_factors, D) votes: batch b (fixed factor fixed[b], per-dimension variances local[b]) votes for the dimension
+    of least normalised variance; 'faithful' uses its index among the active dimensions as a column of the full matrix
+    (disentanglement_lib's and ReferentialGym's quirk), 'corrected' the dimension itself."""
+    argmin = np.argmin(local[:, active] / global_var[active], axis=1)
+    if variant == "corrected":
+        argmin = np.flatnonzero(active)[argmin]
+    out = np.zeros((n_factors, len(global_var)), dtype=np.int64)
+    np.add.at(out, (fixed, argmin), 1)
+    return out
+
+
+def _majority_vote_accuracy(train_votes: np.ndarray, eval_votes: np.ndarray) -> float:
+    classifier = np.argmax(train_votes, axis=0)
     return float(eval_votes[classifier, np.arange(eval_votes.shape[1])].sum() / eval_votes.sum())
+
+
+def factor_vae_score_referentialgym(codes, factors, rng: np.random.Generator, n_train: int = 256, n_eval: int = 128,
+                                    batch_size: int = 32, threshold: float = PRUNE_THRESHOLD,
+                                    variant: str = "faithful") -> float:
+    """FactorVAE score as ReferentialGym's module computes it with resample=False (factor_vae_disentanglement_metric_
+    module.py at 6961241e; the ORG launchers: 256 train and 128 eval votes, batch 32, active factors only): codes
+    (n, D) and factors (n, F) are the epoch's samples; global variances (ddof 1) over all of them, dimensions of std
+    < threshold pruned (score 0 when every one is); each vote one factor-fixed batch of up to batch_size rows of the
+    epoch (factor_fixed_indices' batches), for the dimension of least normalised variance (variant as in
+    factor_vae_score). A batch of one row has undefined variances (NaN) and votes, as np.argmin does in ReferentialGym,
+    for the first active dimension."""
+    if variant not in ("faithful", "corrected"):
+        raise ValueError(f"variant must be 'faithful' or 'corrected', got {variant!r}")
+    for name, value in (("n_train", n_train), ("n_eval", n_eval), ("batch_size", batch_size)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    codes, factors = _codes_and_factors(codes, factors)
+    global_var = np.var(codes, axis=0, ddof=1)
+    active = np.sqrt(global_var) >= threshold
+    if not active.any():
+        return 0.0
+    candidates = _factors_to_fix(factors, active_only=True)
+
+    def votes(n_votes: int) -> np.ndarray:
+        fixed, local = np.empty(n_votes, dtype=np.int64), np.empty((n_votes, codes.shape[1]))
+        with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a one-row batch: ddof 1 leaves no degree of freedom
+            for b in range(n_votes):
+                fixed[b], batch = _factor_fixed_batch(factors, rng, candidates, batch_size)
+                local[b] = np.var(codes[batch], axis=0, ddof=1)
+        return _vote_matrix(fixed, local, global_var, active, factors.shape[1], variant)
+
+    return _majority_vote_accuracy(votes(n_train), votes(n_eval))

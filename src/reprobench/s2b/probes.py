@@ -12,8 +12,10 @@ definitions for this speaker), bosdis (ReferentialGym's speaker-centred variant 
 fits 11.57; EGG's listener-centred one is recorded too).
 
 Disentanglement (Appendix D.2; DEVIATIONS S2): FactorVAE, MIG and Modularity of SCS codes, N_dim = 3, d(j) = 5,
-for each O asked, under two protocols: disentanglement_lib's (10,000 i.i.d. points, the metric code's defaults) and
-ReferentialGym's (256 points in factor-fixed batches of 32). Neither gives the paper's MIG 94.8 / Modularity 98.9
+for each O asked, under two protocols: disentanglement_lib's (10,000 i.i.d. points, the metric code's defaults;
+FactorVAE: 10,000 / 5,000 votes of i.i.d. batches of 64) and ReferentialGym's (MIG and Modularity on 256 points in
+factor-fixed batches of 32; FactorVAE: 256 / 128 votes, each a factor-fixed batch of 32 of every stimulus of the
+space, as its module votes on the epoch's samples). Neither gives the paper's MIG 94.8 / Modularity 98.9
 together, nor its drop at O = 1 (64.4 / 66.6): both numbers are reported next to the paper's.
 """
 
@@ -40,11 +42,18 @@ def speaker_episode(rng: np.random.Generator, n_dims: int = 3, v_min: int = 2, v
 def language_scores(rng: np.random.Generator, latents: np.ndarray, messages: np.ndarray, n_points: int = 256,
                     batch_size: int = 32) -> dict[str, float]:
     """A speaker's SPEAKER_METRICS (fractions) by the protocol of Table 1's PS row: `n_points` of the rows of
-    latents (n, N_dim) and their messages (n, L), picked in factor-fixed batches of `batch_size`. A speaker that says
-    one message for everything has topsim and posdis NaN (undefined: no variation) and bosdis 0."""
+    latents (n, N_dim) and their messages (n, L), picked in factor-fixed batches of `batch_size`.
+
+    As ReferentialGym's modules (metrics.varies): when no message position varies over all n rows (std < 0.05), every
+    score is 0.0 and nothing is drawn; a speaker that says one message for everything scores 0, not NaN, so it counts
+    in a mean over episodes. When the rows vary but the picked points do not, posdis is ReferentialGym's -1, bosdis 0,
+    and the topsims NaN (Spearman of a constant, as ReferentialGym logs it)."""
+    messages = np.asarray(messages)
+    if not metrics.varies(messages):
+        return dict.fromkeys(SPEAKER_METRICS, 0.0)
     pick = metrics.factor_fixed_indices(latents, rng, n_points=n_points, batch_size=batch_size)
-    a, m = latents[pick], np.asarray(messages)[pick]
-    return {"topsim": metrics.topographic_similarity(a, m), "posdis": metrics.posdis(a, m),
+    a, m = latents[pick], messages[pick]
+    return {"topsim": metrics.topographic_similarity(a, m), "posdis": metrics.posdis(a, m, faithful=True),
             "bosdis": metrics.bosdis(a, m, faithful=True, speaker_centred=True),
             "bosdis_listener": metrics.bosdis(a, m),
             "topsim_referentialgym": metrics.topographic_similarity(a, m, faithful=True)}
@@ -73,12 +82,18 @@ def disentanglement(seed: int, n_oc: int, protocol: str, n_values=(5, 5, 5)) -> 
         every = stimuli.combinations(n_values)
         factors = every[metrics.factor_fixed_indices(every, rng, n_points=256, batch_size=32)]
     codes = observe(factors, rng)
+    scores = {"mig": metrics.mig(codes, factors), "modularity": metrics.modularity(codes, factors)}
+    if protocol == "disentanglement_lib":
+        def sample(n, r):
+            return stimuli.uniform_coordinates(r, n_values, n)
 
-    def sample(n, r):
-        return stimuli.uniform_coordinates(r, n_values, n)
-
-    return {"factorvae_score": metrics.factor_vae_score(sample, observe, rng),
-            "mig": metrics.mig(codes, factors), "modularity": metrics.modularity(codes, factors)}
+        return {"factorvae_score": metrics.factor_vae_score(sample, observe, rng), **scores}
+    # ReferentialGym's FactorVAE module votes on the epoch's samples: every stimulus of the space (each combination
+    # with each of its O object-centric samples), 256 train and 128 eval votes of factor-fixed batches of 32
+    stimulus = np.arange(len(stimuli.combinations(n_values)) * n_oc)
+    epoch = stimuli.coordinates(stimulus, n_values, n_oc)
+    return {"factorvae_score": metrics.factor_vae_score_referentialgym(
+        stimuli.observe(space, epoch, stimulus % n_oc), epoch, rng), **scores}
 
 
 def figure_episode(seed: int, n_values=(5, 5, 3), n_oc: int = 1, shots: int = 1) -> dict:

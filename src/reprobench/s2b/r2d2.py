@@ -9,10 +9,14 @@ Table 5 "Value function rescaling: None"):
     y_t = sum_{k<n} gamma^k r_{t+k} [no terminal before t+k] + gamma^n [no terminal in t..t+n-1] Q_tgt(s_{t+n}, a*),
     a* = argmax_a Q_online(s_{t+n}, a)
 
-loss = 0.5 mean_{B, T - burn_in}(w_IS (y - Q(s_t, a_t))^2 mask), mask = a real step after the burn-in whose target
-exists (the last n steps of a window are masked unless a terminal ends the return first). The loss of each batch is
-divided by n_minibatches and accumulated into one Adam step (betas 0.9 / 0.999), clipped at global norm 5.
-Priorities: eta max |TD| + (1 - eta) mean |TD| over the masked steps (reprobench.s2b.replay.priority_mixture).
+loss = 0.5 mean_{B, T - burn_in}(w_IS (y - Q(s_t, a_t))^2 mask). The mask (R2D2Config.sequences, DEVIATIONS S19):
+Regym's, every step after the burn-in except the window's last n, which are trained only where the step is itself
+terminal, so the copies of a terminal transition that pad a short episode's window are trained, each evaluated from
+the state the terminal step acted from (`_player_values`); or, with the aligned layout, a real step whose target
+exists (the last n steps are masked unless a terminal ends the return first). The loss of each batch is divided by
+n_minibatches and accumulated into one Adam step (betas 0.9 / 0.999), clipped at global norm 5. Priorities: eta max
+|TD| + (1 - eta) mean |TD| over the masked steps, the mean over every position after the burn-in (Regym) or over the
+masked ones (reprobench.s2b.replay.priority_mixture).
 
 Host syncs in the learner step: none. The batches go to the device through pinned memory without waiting
 (`to_device`; a plain copy from pageable memory makes torch wait for the device's queue); the (n_minibatches B,)
@@ -25,9 +29,11 @@ Faithful/corrected (sections 6.3 items 6, 6b; 6.4):
 - `double_q`: "unmasked" (faithful: the argmax runs over all A actions, illegal ones included) or "masked" (corrected:
   over the actions legal at s_{t+n}).
 - `target_update`: "faithful" (the 2021-22 Regym: `tau` read as a hard copy every int(1/tau) "actor updates", the
-  counter growing by n_actors per update, so every ceil(int(1/tau) / n_actors) updates: 79 for tau 4e-4 and 32
-  actors), "period" (the R2D2 paper's and Table 5's wording: a hard copy every int(1/tau) = 2500 updates) or "soft"
+  counter growing by n_actors per update and the copy made once it is past the interval, `>` (dqn.py L382 at
+  dc5affee), then reset to 0: every floor(int(1/tau) / n_actors) + 1 updates, 79 for tau 4e-4 and 32 actors, 626 with
+  4), "period" (the R2D2 paper's and Table 5's wording: a hard copy every int(1/tau) = 2500 updates) or "soft"
   (Polyak averaging theta' <- (1 - tau) theta' + tau theta after every update, what `tau` means in Regym since 2023).
+- The replay's importance weights, sequence layout and priority mean (R2D2Config; DEVIATIONS S17-S20).
 
 Exploration (Ape-X, section 4.2): eps_i = eps^(1 + alpha i / (N - 1)) for actor i of N (eps 0.4, alpha 2: 0.4 ...
 0.064), decayed from eps_start = 1 with time constant 3e4 observations: eps_i(t) = eps_i + (1 - eps_i) exp(-t / 3e4).
@@ -39,11 +45,11 @@ each; the loss is summed over the steps of whole episodes re-run from the zero s
 own Adam (lr 3e-4, eps 1e-16, no clipping) over the predictors and every agent parameter. `biasing` True lets the
 gradient into the agent; False detaches the features (a probe).
 
-Choices where the spec is silent: the loss mean runs over all B (T - burn_in) entries, masked ones counting as zeros
-(the spec's "mean(w |y - Q|^2 mask)"); both networks start from the same stored state; the MSE and BCE of one step
-are means over their dimensions; the stimulus accuracy counts dimensions within `threshold` of the target (in the
-target's scale); the channel accuracy counts positions whose argmax is the token, over steps whose message is not all
-EoS.
+As Regym (r2d2_loss.py at 2ad02503): the loss mean runs over all B (T - burn_in) entries, masked ones counting as
+zeros (L1030, the spec's "mean(w |y - Q|^2 mask)"); both networks are burnt in from the same stored state (L782-807).
+Choices where the spec is silent: the MSE and BCE of one step are means over their dimensions; the stimulus accuracy
+counts dimensions within `threshold` of the target (in the target's scale); the channel accuracy counts positions
+whose argmax is the token, over steps whose message is not all EoS.
 """
 
 from __future__ import annotations
@@ -59,10 +65,18 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from reprobench.s2b.cores import QNetwork, comm_one_hot
-from reprobench.s2b.replay import PrioritizedSequenceReplay, priority_mixture
+from reprobench.s2b.replay import (
+    IMPORTANCE_WEIGHTS,
+    PRIORITY_MEANS,
+    PrioritizedSequenceReplay,
+    priority_mixture,
+    to_device,
+)
 
 TARGET_UPDATES = ("faithful", "period", "soft")
 DOUBLE_Q = ("unmasked", "masked")
+SEQUENCES = ("regym", "aligned")
+STORE_EVERY = ("overlap", "stride")
 STIMULUS_SCALES = ("unit", "raw")
 SIGNALS = ("stimulus", "comm")
 
@@ -88,6 +102,18 @@ class R2D2Config:
     replay_capacity // (unroll - overlap) sequences and training starts once it holds
     ceil(min_capacity / (unroll - overlap)) of them and, in the Archi runs, once the actors have handled
     min_handled experiences (Regym's `min_handled_experiences`: 2e3 for Table 4's LSTM, 1 for ESBN and DCEM).
+
+    Replay, faithful (Regym as run) / corrected (DEVIATIONS S17-S20; train.corrected):
+    - importance_weights: "unnormalised", Regym's (N p_i^alpha)^-beta, or "normalised", the PER paper's (replay.py).
+    - sequences: "regym", Regym's storage (replay.RegymSequenceBuilder: the last `unroll` steps stored every
+      `store_interval` steps and at the terminal step, short episodes padded with trained copies of the terminal
+      transition; the window's last n steps trained only where terminal), or "aligned", the R2D2 paper's windows every
+      unroll - overlap steps with the padding masked and every step with a target trained.
+    - store_every: Regym's spacing in the run's era: "overlap" (until Regym 0ad9ce36, 2023-06-15: Table 2, Figures 5
+      and 6) or "stride" (unroll - overlap, after it: Table 4's code); read by "regym" only.
+    - priority_mean: the priority mixture's mean over "all" T - burn_in positions, the masked ones as zeros (Regym),
+      or over the "trained" ones; priority_eps 2e-4 is Regym's 1e-4 added twice (PrioritizedReplayBuffer.py L678
+      and L670), 1e-6 ours.
     """
 
     lr: float = 6.25e-5
@@ -107,7 +133,11 @@ class R2D2Config:
     alpha: float = 0.9
     beta: float = 0.6
     eta: float = 0.9
-    priority_eps: float = 1e-6
+    priority_eps: float = 2e-4
+    importance_weights: str = "unnormalised"
+    sequences: str = "regym"
+    store_every: str = "overlap"
+    priority_mean: str = "all"
     grad_clip: float = 5.0
     eps: float = 0.4
     eps_alpha: float = 2.0
@@ -139,12 +169,21 @@ class R2D2Config:
             raise ValueError(f"tau must be > 0, got {self.tau!r}")
         if self.target_update not in TARGET_UPDATES:
             raise ValueError(f"target_update must be one of {TARGET_UPDATES}, got {self.target_update!r}")
-        if self.double_q not in DOUBLE_Q:
-            raise ValueError(f"double_q must be one of {DOUBLE_Q}, got {self.double_q!r}")
+        for name, allowed in (("double_q", DOUBLE_Q), ("importance_weights", IMPORTANCE_WEIGHTS),
+                              ("sequences", SEQUENCES), ("store_every", STORE_EVERY),
+                              ("priority_mean", PRIORITY_MEANS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
 
     @property
     def stride(self) -> int:
         return self.unroll - self.overlap
+
+    @property
+    def store_interval(self) -> int:
+        """Regym's storage stores a window every this many steps: `overlap` ("overlap"; every step for overlap 0, as
+        Regym's `overlap == 0 or ...`), or unroll - overlap ("stride")."""
+        return max(self.overlap, 1) if self.store_every == "overlap" else self.stride
 
     @property
     def replay_sequences(self) -> int:
@@ -198,16 +237,6 @@ def _inputs(steps: Mapping[str, Tensor]) -> dict[str, Tensor]:
     return {k: v for k, v in steps.items() if k not in ("action", "reward", "done", "valid")}
 
 
-def to_device(array, device) -> Tensor:
-    """A host array on `device`. On CUDA through pinned memory without waiting: a blocking copy (as from pageable
-    memory) makes torch synchronise the stream, a host sync per array. Elsewhere the array itself (as_tensor)."""
-    device = torch.device(device)
-    tensor = torch.as_tensor(array)
-    if device.type != "cuda":
-        return tensor.to(device)
-    return tensor.pin_memory().to(device, non_blocking=True)
-
-
 def to_tensors(arrays: Mapping[str, np.ndarray], device) -> dict[str, Tensor]:
     return {k: to_device(v, device) for k, v in arrays.items()}
 
@@ -242,14 +271,34 @@ class R2D2Learner:
     def loss(self, steps: dict[str, Tensor], state: dict[str, Tensor], weights: Tensor):
         """(loss 0-dim, priorities (B,), td_abs (B, T - burn_in), mask (B, T - burn_in)) for one batch of stored
         sequences: steps {input names, action, reward, done, valid: (B, T, ...)}, state {name: (B, ...)}."""
-        q_taken, values = self._player_values(_inputs(steps), state, steps["action"])
+        q_taken, values = self._player_values(_inputs(steps), state, steps["action"], self._copies(steps["done"]))
         return self._td_loss(steps, q_taken, values, weights)
 
-    def _player_values(self, inputs: dict[str, Tensor], state: dict[str, Tensor], action: Tensor):
+    def _copies(self, done: Tensor) -> Tensor | None:
+        """(B, T) which steps of Regym's stored windows are padding copies of a terminal transition (every terminal
+        after the first: replay.RegymSequenceBuilder); None with the aligned layout, which has none."""
+        if self.config.sequences != "regym":
+            return None
+        return done & (done.long().cumsum(dim=1) > 1)
+
+    def _player_values(self, inputs: dict[str, Tensor], state: dict[str, Tensor], action: Tensor,
+                       copies: Tensor | None = None):
         """(Q(s_t, a_t) with gradient, Q_tgt(s_t, a*_t) without) (N, T - burn_in) of N sequences: the online network
-        burnt in from the stored state, the target network from the same state, a* the online argmax."""
+        burnt in from the stored state, the target network from the same state, a* the online argmax.
+
+        copies (N, T): Regym's copies of a terminal transition. A window holding any starts at its episode's start,
+        from the zero state, and stores the state its terminal step acted from instead (replay.RegymSequenceBuilder);
+        each copy's Q is the online network's one step from that state, as Regym's unroll re-reads the stored state
+        after a terminal step (r2d2_loss.py L405-430 at 2ad02503). Their targets are the terminal reward, so their
+        target values are never read."""
         c = self.config
         b = c.burn_in
+        end = None
+        if copies is not None:
+            padded = copies.any(dim=1)
+            end = state
+            state = {k: torch.where(padded.view(-1, *([1] * (v.dim() - 1))), torch.zeros_like(v), v)
+                     for k, v in state.items()}
         state_b = state
         if b:
             with torch.no_grad():
@@ -266,6 +315,10 @@ class R2D2Learner:
             best = q_sel.argmax(dim=-1, keepdim=True)
             values = q_tgt.gather(-1, best).squeeze(-1)
         q_taken = q.gather(-1, action[:, b:].long().unsqueeze(-1)).squeeze(-1)
+        if end is not None:  # computed for every sequence (no host sync), kept where there are copies
+            q_end, _, _ = self.net({k: v[:, -1:] for k, v in inputs.items()}, end)  # a padded window ends in a copy
+            q_end = q_end.gather(-1, action[:, -1:].long().unsqueeze(-1)).squeeze(-1)
+            q_taken = torch.where(copies[:, b:], q_end, q_taken)
         return q_taken, values
 
     def _td_loss(self, steps: dict[str, Tensor], q_taken: Tensor, values: Tensor, weights: Tensor):
@@ -274,11 +327,19 @@ class R2D2Learner:
         with torch.no_grad():
             y, has_target = n_step_targets(steps["reward"][:, b:].to(values.dtype), steps["done"][:, b:], values,
                                            c.gamma, c.n_step)
-        mask = steps["valid"][:, b:] & has_target
+        valid = steps["valid"][:, b:]
+        if c.sequences == "regym":
+            # Regym trains the window's last n steps only where the step is itself terminal (r2d2_loss.py L1027 at
+            # 2ad02503), not where a terminal ends the return inside the window
+            t = valid.shape[1]
+            last_n = torch.arange(t, device=valid.device) >= t - c.n_step
+            mask = valid & (~last_n | steps["done"][:, b:])
+        else:
+            mask = valid & has_target
         td = y - q_taken
         loss = 0.5 * (weights.unsqueeze(1) * td.pow(2) * mask.to(td.dtype)).mean()
         td_abs = td.detach().abs()
-        return loss, priority_mixture(td_abs, mask, c.eta), td_abs, mask
+        return loss, priority_mixture(td_abs, mask, c.eta, c.priority_mean), td_abs, mask
 
     def train(self, replay: PrioritizedSequenceReplay) -> Tensor:
         c = self.config
@@ -308,8 +369,13 @@ class R2D2Learner:
             for tb, b in zip(self.target.buffers(), self.net.buffers()):
                 tb.copy_(b)
             return
-        self.target_counter += self.n_actors if c.target_update == "faithful" else 1
-        if self.target_counter >= c.target_interval:
+        if c.target_update == "faithful":  # Regym copies once the counter passes the interval (dqn.py L382: >)
+            self.target_counter += self.n_actors
+            due = self.target_counter > c.target_interval
+        else:  # the R2D2 paper's: every target_interval updates
+            self.target_counter += 1
+            due = self.target_counter >= c.target_interval
+        if due:
             self.target.load_state_dict(self.net.state_dict())
             self.target_counter = 0
             self.target_copies += 1
@@ -343,7 +409,9 @@ class VDNLearner(R2D2Learner):
         inputs = {k: v.transpose(1, 2).reshape(b * p, t, *v.shape[3:]) for k, v in _inputs(steps).items()}
         flat_state = {k: v.reshape(b * p, *v.shape[2:]) for k, v in state.items()}
         action = steps["action"].transpose(1, 2).reshape(b * p, t)
-        q_taken, values = self._player_values(inputs, flat_state, action)
+        copies = self._copies(steps["done"])
+        copies = None if copies is None else copies.repeat_interleave(p, dim=0)  # the team's, for each player
+        q_taken, values = self._player_values(inputs, flat_state, action, copies)
         team_q = q_taken.view(b, p, -1).sum(1)
         team_values = values.view(b, p, -1).sum(1)
         return self._td_loss(steps, team_q, team_values, weights)

@@ -21,7 +21,7 @@ SPEAKER_ROWS = {  # our metric -> (label, published metric or None)
     "bosdis": ("bosdis (ReferentialGym's speaker-centred, EoS counted)", "bosdis"),
     "bosdis_listener": ("bosdis (EGG's listener-centred)", None),
     "topsim_referentialgym": ("topsim (ReferentialGym: cosine of class indices)", None),
-    "eoa_accuracy": ("Acc_EoA (a fresh listener trained on the support, scored on the query)", "acc_eoa"),
+    "eoa_accuracy": ("Acc_EoA (a listener trained on the support, scored on the query)", "acc_eoa"),
 }
 D2_METRICS = {"factorvae_score": "FactorVAE", "mig": "MIG", "modularity": "Modularity"}
 # Appendix D.2's sampling protocols as variants: ReferentialGym's metric modules ran in the reference code
@@ -115,14 +115,16 @@ def table1(probes_frame: pd.DataFrame, stem: str, zsct: pd.DataFrame | None = No
             "run (paper: 500k); one network plays both roles, R2D2 + VDN + SAD with Table 4's Archi LSTM settings "
             "(DEVIATIONS S16); the last greedy evaluation: ZSCT accuracy, and the speaker frozen at the end of "
             "evaluation episodes and asked about every combination of the episode, its messages scored as the PS's "
-            "and by a fresh EoA listener (reprobench.s2b.marl); — where a measure is undefined (a speaker that says "
+            "and by the EoA listener (faithful: one listener through the probed episodes, corrected: a fresh one "
+            "each; DEVIATIONS S28; reprobench.s2b.marl); — where a measure is undefined (a speaker that says "
             "one message for everything has no topsim or posdis). "
             f"PS: scale {curves.scale_label(n) if len(n) else '—'}; "
             f"the mean over each seed's episodes ({int(n['n'].max()) if len(n) else 0} per seed) of the metrics on 256 "
             "points of the episode's support split drawn in factor-fixed batches of 32 (ReferentialGym's protocol; "
             "d(j) ~ U{2..5}, O = 4, L = 4), then mean ± std over seeds; the paper's PS row is one unrecorded draw of "
-            "that protocol (DEVIATIONS S1). Acc_EoA (the paper: N/A for PS): a fresh listener per episode on further "
-            "episodes of each seed (reprobench.s2b.eoa), chance 50%.")
+            "that protocol (DEVIATIONS S1). Acc_EoA (the paper: N/A for PS): one listener "
+            "carried through further episodes of each seed, as run_EoA_PS.sh's (DEVIATIONS S28; reprobench.s2b.eoa), "
+            "chance 50%.")
     return tables.write_all(stem, header, rows, rows, pd.DataFrame(data), note=note)
 
 
@@ -295,9 +297,10 @@ def tableD2(probes_frame: pd.DataFrame, stem: str) -> list[str]:
     rows.append(["paper (O not stated)", "—", *(f"{_paper('d2', m, 'd=5'):g}" for m in D2_METRICS)])
     rows.append(["paper, O = 1", "—", "—", *(f"{_paper('d2', m, 'O=1'):g}" for m in ("mig", "modularity"))])
     note = ("N_dim = 3, d(j) = 5. disentanglement_lib: 10,000 i.i.d. points (FactorVAE: batch 64, 10,000 / 5,000 "
-            "votes); referentialgym: 256 points in factor-fixed batches of 32, ReferentialGym's metric modules' "
-            "sampling. Mean ± std over seeds (one sampled space each). Neither protocol gives the paper's MIG and "
-            "Modularity together, nor their drop at O = 1 (DEVIATIONS S2).")
+            "votes); referentialgym: ReferentialGym's metric modules' sampling, 256 points in factor-fixed batches of "
+            "32 (FactorVAE: 256 / 128 votes, each a factor-fixed batch of 32; S23). Mean ± std over seeds (one sampled "
+            "space each). Neither protocol gives the paper's MIG and Modularity together, nor their drop at O = 1 "
+            "(DEVIATIONS S2).")
     return tables.write_all(stem, header, rows, rows, data, note=note)
 
 

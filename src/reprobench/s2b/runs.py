@@ -15,13 +15,17 @@ SPEAKER_SETTING = {"n_dims": 3, "v_min": 2, "v_max": 5, "n_oc": 4, "max_len": 4,
 
 
 def speaker_run(seed: int, episodes: int, out: str, scale: str, v_min: int = 2, v_max: int = 5, eoa_episodes: int = 0,
-                eoa_epochs: int = 512) -> None:
-    """The posdis speaker's metrics on `episodes` episodes, and its ease of acquisition (reprobench.s2b.eoa: a fresh
-    listener per episode, `eoa_epochs` epochs on the support combinations, scored on the query ones) on
-    `eoa_episodes` more, drawn from a generator of their own ([seed, 1]), their listeners seeded 1000 seed + k and
-    trained together."""
+                eoa_epochs: int = 512, variant: str = "faithful") -> None:
+    """The posdis speaker's metrics on `episodes` episodes, and its ease of acquisition (reprobench.s2b.eoa:
+    `eoa_epochs` epochs on each episode's support combinations, scored on its query ones) on `eoa_episodes` more,
+    drawn from a generator of their own ([seed, 1]), episode k's trials seeded 1000 seed + k. `variant` is the EoA
+    listener's (DEVIATIONS S28; the speaker's metrics have none): 'faithful', one listener (initialised from 1000 seed)
+    through the episodes in turn, as run_EoA_PS.sh's; 'corrected', a fresh listener per episode, seeded 1000 seed + k,
+    all trained together."""
     import numpy as np
 
+    if variant not in ("faithful", "corrected"):
+        raise ValueError(f"variant must be 'faithful' or 'corrected', got {variant!r}")
     setting = {**SPEAKER_SETTING, "v_min": v_min, "v_max": v_max}
     rng = np.random.default_rng(seed)  # as probes.speaker_metrics: the same numbers
     progress = Progress(episodes, f"s2b speaker seed {seed}")
@@ -33,15 +37,16 @@ def speaker_run(seed: int, episodes: int, out: str, scale: str, v_min: int = 2, 
         progress.close()
         values = {k: [r[k] for r in rows] for k in probes.SPEAKER_METRICS}
         if eoa_episodes:
-            values.update(_posdis_eoa(seed, eoa_episodes, eoa_epochs, v_min, v_max))
+            values.update(_posdis_eoa(seed, eoa_episodes, eoa_epochs, v_min, v_max, variant))
     record = curves.provenance(paper=PAPER.id, experiment="speaker", model="posdis_speaker", seed=seed, scale=scale,
-                               variant="faithful", setting=setting,
+                               variant=variant, setting=setting,
                                config={"episodes": episodes, "eoa_episodes": eoa_episodes, "eoa_epochs": eoa_epochs},
                                device="cpu", **timer.fields())
     curves.write_curve(curves.series_rows(seed, [("episode", k, v) for k, v in values.items()]), out, record)
 
 
-def _posdis_eoa(seed: int, episodes: int, epochs: int, v_min: int, v_max: int) -> dict[str, list[float]]:
+def _posdis_eoa(seed: int, episodes: int, epochs: int, v_min: int, v_max: int, variant: str
+                ) -> dict[str, list[float]]:
     import numpy as np
     import torch
 
@@ -54,9 +59,10 @@ def _posdis_eoa(seed: int, episodes: int, epochs: int, v_min: int, v_max: int) -
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # these layers are tiny: one thread is faster (eoa's docstring)
     try:
-        results = eoa.ease_of_acquisition_batch(spaces, eoa.posdis_speaker(s["max_len"]),
-                                                eoa.EoAConfig(epochs=epochs),
-                                                seeds=[1000 * seed + k for k in range(episodes)])
+        results = eoa.ease_of_acquisition_sequence(spaces, eoa.posdis_speaker(s["max_len"]),
+                                                   eoa.EoAConfig(epochs=epochs),
+                                                   seeds=[1000 * seed + k for k in range(episodes)],
+                                                   listener=eoa.LISTENER_OF_VARIANT[variant])
     finally:
         torch.set_num_threads(threads)
     return {"eoa_accuracy": [r["accuracy"] for r in results],

@@ -10,7 +10,8 @@ Acting: actor i (environment i of a MetaReferentialGameVector) acts eps_i(t)-gre
 r2d2.epsilon_schedule; t = observations so far) among its legal actions, from its recurrent state, which is zero at an
 episode's start, as are its previous action (none) and previous reward. Observations count real transitions summed
 over actors (the spec's "observations"); the vector environment's next-step autoreset costs one extra step call per
-episode, which is neither stored nor counted. Transitions are cut into stored sequences by replay.SequenceBuilder.
+episode, which is neither stored nor counted. Transitions are cut into stored sequences by
+replay.RegymSequenceBuilder (R2D2Config.sequences "regym", as run) or replay.SequenceBuilder ("aligned").
 
 Learning (r2d2.R2D2Learner): once the replay holds min_capacity experiences' worth of sequences (and the actors have
 handled min_handled experiences), `updates_per_step`
@@ -80,7 +81,7 @@ from reprobench.s2b.r2d2 import (
     to_device,
     to_tensors,
 )
-from reprobench.s2b.replay import PrioritizedSequenceReplay, SequenceBuilder
+from reprobench.s2b.replay import PrioritizedSequenceReplay, RegymSequenceBuilder, SequenceBuilder
 from reprobench.s2b.tasks import TASKS, make_env
 
 # Table 2's environment (section 2.11): V = V_max + 1, L = N_dim = 3, R = 1, descriptive, K = 0, listener feedback,
@@ -134,6 +135,7 @@ def _table4(core: str, max_period: int, min_handled: int) -> dict:
     env = dict(TABLE2_ENV, vocab_size=4, max_nbr_values_per_latent=3)
     return dict(env=env, n_actors=32, net=NetConfig(core=core),
                 r2d2=R2D2Config(batch_size=64, n_minibatches=4, unroll=40, burn_in=20, overlap=10, n_step=7,
+                                store_every="stride",  # Regym after 0ad9ce36 (DEVIATIONS S18)
                                 replay_capacity=10_000, min_capacity=1_000, min_handled=min_handled,
                                 episodes_per_cycle=32, train_calls_per_cycle=4),
                 recon=ReconConfig(period=2, adaptive=True, max_period=max_period), budget=10_000_000)
@@ -206,6 +208,7 @@ def small(config: TrainConfig) -> TrainConfig:
     training cadence, the reconstruction's signals and schedule. small(preset("table2")) is TrainConfig() on Table
     2's environment."""
     net = tiny_net(config.net.core, fc_activation=config.net.fc_activation, dnc_recon=config.net.dnc_recon,
+                   empty_slots=config.net.empty_slots, dnc_interface=config.net.dnc_interface,
                    dnc_controller=(16,) * len(config.net.dnc_controller))  # the recall DNC's one layer stays one
     r2d2 = dataclasses.replace(config.r2d2, batch_size=8, replay_capacity=4000, min_capacity=200,
                                min_handled=min(config.r2d2.min_handled, 200))
@@ -216,13 +219,19 @@ def small(config: TrainConfig) -> TrainConfig:
 
 def corrected(config: TrainConfig) -> TrainConfig:
     """The corrected variant of a configuration: masked double-Q argmax (S10), the R2D2 paper's target period (S11),
-    (for the DNC) reconstruction from the memory as the paper's text says (S12), and the environment's corrected
-    variant (the meta-RG speaker's own OC sample, S3; the recall task's repeated shots without the stale pass, S5).
+    (for the DNC) reconstruction from the memory as the paper's text says (S12), the PER paper's normalised importance
+    weights (S17), the R2D2 paper's aligned sequences (S18, S19), the priority mean over trained steps + 1e-6 (S20),
+    only written memory slots read by the ESBN and the DCEM (S24), Graves et al.'s DNC interface (S25), and the
+    environment's corrected variant (the meta-RG speaker's own OC sample, S3; the recall task's repeated shots
+    without the stale pass, S5; without listener feedback each decision scored in its own phase, S21).
     The FCBody non-linearity has no corrected value (the as-run "all" is also the paper's text); the combined action
     space is kept (a parameterisation, not a bug)."""
-    net = dataclasses.replace(config.net, dnc_recon="memory") if config.net.core == "dnc" else config.net
+    net = dataclasses.replace(config.net, empty_slots="masked", dnc_interface="paper",
+                              dnc_recon="memory" if config.net.core == "dnc" else config.net.dnc_recon)
     return dataclasses.replace(config, net=net, env={**config.env, "variant": "corrected"},
-                               r2d2=dataclasses.replace(config.r2d2, double_q="masked", target_update="period"))
+                               r2d2=dataclasses.replace(config.r2d2, double_q="masked", target_update="period",
+                                                        importance_weights="normalised", sequences="aligned",
+                                                        priority_mean="trained", priority_eps=1e-6))
 
 
 def step_spec(dims: InputDims) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
@@ -353,6 +362,15 @@ class GreedyPolicy:
         self.actors.advance(obs, info, self._actions, reward, terminated, self._state)
 
 
+def scored_modes(info, taken_on: np.ndarray, index: Mapping[str, int]) -> np.ndarray:
+    """The mode index each decision of a step counts in: the environment's `decision_mode` (the meta-RG's moves a
+    phase's last decision into the next mode under S2B's late phase switch, DEVIATIONS S21; the recall task's is the
+    game's own), else `taken_on`, the mode of the observation it was taken on. 0 where nothing was decided."""
+    if "decision_mode" not in info:
+        return taken_on
+    return np.array([index.get(m, 0) for m in info["decision_mode"]], dtype=np.int64)
+
+
 def evaluate(policy, config: TrainConfig) -> dict[str, float]:
     """The test-only protocol (section 4.5) for any policy (act(obs, info) -> actions; observe(obs, reward,
     terminated, truncated, info)): greedy episodes on a vector environment of config.eval_actors environments
@@ -373,6 +391,7 @@ def evaluate(policy, config: TrainConfig) -> dict[str, float]:
         obs, reward, terminated, truncated, info = env.step(actions)
         counting = ~pending & (finished < quota)
         decided = np.asarray(info["decided"]) & counting
+        mode = scored_modes(info, mode, index)
         np.add.at(games, mode[decided], 1)
         np.add.at(wins, mode[decided & np.asarray(info["correct"])], 1)
         finished += terminated & counting
@@ -416,8 +435,9 @@ class Trainer:
         self.net = self.learner.net
         spec, state_spec = self._specs()
         self.replay = PrioritizedSequenceReplay(r.replay_sequences, r.unroll, spec, state_spec, r.alpha, r.beta,
-                                                r.priority_eps, seed=config.seed)
-        self.builder = SequenceBuilder(n, r.unroll, r.overlap, spec, state_spec)
+                                                r.priority_eps, seed=config.seed, weights=r.importance_weights)
+        self.builder = (RegymSequenceBuilder(n, r.unroll, r.store_interval, spec, state_spec) if r.sequences == "regym"
+                        else SequenceBuilder(n, r.unroll, r.overlap, spec, state_spec))
         self.rng = np.random.default_rng([config.seed, 1])
         self.final_eps = actor_epsilons(n, r.eps, r.eps_alpha)
         obs, info = self.env.reset(seed=config.seed)
@@ -461,9 +481,9 @@ class Trainer:
         """The training episodes' accuracy per mode: count this step's decisions, and close finished episodes."""
         a = self.actors
         decided = np.asarray(info["decided"]) & active
-        rows = np.arange(a.n)
-        self.games[rows, a.mode] += decided
-        self.successes[rows, a.mode] += decided & np.asarray(info["correct"])
+        rows, mode = np.arange(a.n), scored_modes(info, a.mode, a.modes)
+        self.games[rows, mode] += decided
+        self.successes[rows, mode] += decided & np.asarray(info["correct"])
         for i in np.flatnonzero(done):
             played = self.games[i] > 0
             self.ep_acc_sum[played] += self.successes[i, played] / self.games[i, played]
@@ -478,10 +498,9 @@ class Trainer:
         active = ~a.pending
         done = terminated & active
         step = {**inp, "action": actions, "reward": reward.astype(np.float32), "done": done}
-        state = a.state
-        # the stored state of the actors that start a window (a copy to the host, after the actions' sync)
-        windows = self.builder.add(step, lambda rows: {k: v[to_device(rows, v.device)].cpu().numpy()
-                                                       for k, v in state.items()}, active, done)
+        # the states the actors acted from; the builder copies to the host those of the windows it stores (after the
+        # actions' sync) and keeps the rest on the device
+        windows = self.builder.add(step, a.state, active, done)
         if windows is not None:
             self.replay.add(*windows)
         self.replay.flush()  # the last update's priorities, here where the actions' sync has already waited

@@ -15,7 +15,8 @@ short every sub-environment is topped up to 4 x episodes_ahead sampled phases, t
 The timelines wait in an arena: one int32 array, one row per observation, episode after episode, holding the
 EpisodeBatch fields (reprobench.s2b.env.packed_columns: the int32 ones, the float32 stimulus as its bits, the int8
 ones as bytes) plus what step() would otherwise work out at every step, once per row at packing: the right decision
-on a decision row (else -1), the reward table row, the phase/mode names row and a flag of the episode's last row. So
+on a decision row (else -1), the reward table row, the phase/mode names row, the mode a decision on the row is scored
+in (reprobench.s2b.env.scored_blocks: S2B's late phase switch) and a flag of the episode's last row. So
 step() is one gather of each sub-environment's row (one cache miss per row, where an array per field group would miss
 once per group) and a handful of array operations on it. When the arena is full, the rows still to be shown (of the
 current episodes, from their current row, and of the waiting ones) are moved to its front (to a bigger one when
@@ -54,18 +55,18 @@ from reprobench.s2b.env import (
     packed_columns,
     reward_of,
     sample_phases,
+    scored_blocks,
 )
 
 EPISODES_PER_REFILL = 2048  # the default episodes_ahead tops up about this many episodes at a time
 SAMPLES_PER_EPISODE_AHEAD = 4  # sampled phases wait for 4 x episodes_ahead episodes (they are small)
 PACK_CHUNK = 8192  # rows packed into the arena at a time (about 0.7 MB at the paper's settings)
-# Tables indexed by a step's outcome code: 2 scored + correct, scored = 0 (no decision) or the decision's mode + 1;
-# code 0 also stands for "no decision yet" in previous_game_*.
+# Tables indexed by a step's outcome code: 2 scored + correct, scored = 0 (no decision) or 1 + the mode (0 support,
+# 1 query) the decision is scored in; code 0 also stands for "no decision yet" in previous_game_*.
 _REWARDS = np.concatenate([[0.0, 0.0], reward_of(np.array([False, True, False, True]), np.array([0, 0, 1, 1]))])
 _PREV_REWARDS = _REWARDS.astype(np.float32)[:, None]  # previous_game_reward (1,)
 _RESULTS = np.array([[0, 0], [0, 0], [1, 0], [0, 1], [1, 0], [0, 1]], dtype=np.int8)  # previous_game_result
 _INT64 = np.dtype(np.int64)
-_DECISION_PHASES = np.array(["", "", PHASES[0], PHASES[0], PHASES[1], PHASES[1]], dtype=object)
 
 
 def _bytes(a: np.ndarray) -> np.ndarray:
@@ -136,17 +137,20 @@ class MetaReferentialGameVector(VectorEnv):
         modes = mode_names(cfg)
         # the phase and mode names of an observation, indexed by its label 2 (shot + 1) + mode
         self._labels = np.array([[PHASES[m], modes[s]] for s in range(len(modes)) for m in range(2)], dtype=object)
+        # the phase and mode names a decision is scored in, indexed by 1 + its label (0: no decision, "" and "")
+        self._scored_labels = np.concatenate([np.array([["", ""]], dtype=object), self._labels])
         self._rngs: list[np.random.Generator] | None = None
 
-        # The arena's rows, in int32 words: the EpisodeBatch ints, then three codes worked out at packing, answer (the
-        # target on a decision row, else -1, which no decision equals), score (2 (mode + 1) on a decision row, else 0)
-        # and label (2 (shot + 1) + mode, the row of its phase and mode names), then the stimulus's float32 bits, then
-        # the EpisodeBatch small fields and a flag of the episode's last row as bytes.
+        # The arena's rows, in int32 words: the EpisodeBatch ints, then four codes worked out at packing, answer (the
+        # target on a decision row, else -1, which no decision equals), score (2 (mode + 1) on a decision row, mode
+        # the one it is scored in, else 0), label (2 (shot + 1) + mode, the row of its phase and mode names) and
+        # scored (1 + the label of the mode a decision on the row is scored in, else 0), then the stimulus's float32
+        # bits, then the EpisodeBatch small fields and a flag of the episode's last row as bytes.
         self._col = col = packed_columns(cfg)
         n_ints = col["n_ints"]
-        self._answer, self._score, self._label = n_ints, n_ints + 1, n_ints + 2
-        self._stimulus = slice(n_ints + 3, n_ints + 3 + cfg.stimulus_dim)
-        self._small = n_ints + 3 + cfg.stimulus_dim
+        self._answer, self._score, self._label, self._scored = n_ints, n_ints + 1, n_ints + 2, n_ints + 3
+        self._stimulus = slice(n_ints + 4, n_ints + 4 + cfg.stimulus_dim)
+        self._small = n_ints + 4 + cfg.stimulus_dim
         self._last_flag = col["n_small"]  # (a byte of the small fields' words)
         self._arena = np.zeros((0, self._small + (col["n_small"] + 4) // 4), dtype=np.int32)
         self._end = 0  # the arena's first unused row
@@ -174,12 +178,13 @@ class MetaReferentialGameVector(VectorEnv):
         self._prev_code = np.zeros(n, dtype=np.intp)
         self._autoreset = np.zeros(n, dtype=bool)
         self._n_autoreset = 0
-        # of the observation last returned (views of its gathered rows, never written): answer, score, decision
+        # of the observation last returned (views of its gathered rows, never written): answer, score, scored, decision
         self._cur_answer = np.full(n, -1, dtype=np.int64)
         self._cur_score = np.zeros(n, dtype=np.int64)
+        self._cur_scored = np.zeros(n, dtype=np.int64)
         self._cur_decided = np.zeros(n, dtype=bool)
         self._role = np.tile(np.array([0, 1], dtype=np.int8), (n, 1))
-        self._masks = np.ones((11, n), dtype=bool)  # the infos' `_key` masks, copied at each step
+        self._masks = np.ones((12, n), dtype=bool)  # the infos' `_key` masks, copied at each step
 
     # -- episodes --------------------------------------------------------------------------------------------------
     def _sample(self, counts: np.ndarray) -> None:
@@ -263,6 +268,12 @@ class MetaReferentialGameVector(VectorEnv):
         self._end = at + rows
         ints, small = np.ascontiguousarray(batch.ints), np.ascontiguousarray(batch.small)
         stimulus = np.ascontiguousarray(batch.stimulus)
+        late = self.config.late_switch  # then a decision is scored in the next row's mode: worked out over the batch
+        if late:
+            terminal = np.zeros(rows, dtype=bool)
+            terminal[batch.offsets[1:] - 1] = True
+            scored_mode, scored_shot = scored_blocks(self.config, small[:, col["mode"]], ints[:, col["shot"]],
+                                                     terminal)
         # A chunk of rows at a time, so that the rows stay in the cache from their first read (from memory) to the
         # last write: each field group is copied as one (rows,) array of fixed-size byte strings (a row-by-row copy
         # of a few numbers each costs about twice as much), and the codes are worked out from the copied rows.
@@ -274,9 +285,13 @@ class MetaReferentialGameVector(VectorEnv):
             out_small = out[:, self._small:].view(np.int8)
             _bytes(out_small[:, :col["n_small"]])[:] = _bytes(small[lo:hi])
             decision, mode = out_small[:, col["decision"]].view(bool), out_small[:, col["mode"]]
+            shot = out[:, col["shot"]]
             out[:, self._answer] = np.where(decision, out[:, col["target"]], -1)
+            out[:, self._label] = 2 * shot + 2 + mode
+            if late:
+                mode, shot = scored_mode[lo:hi], scored_shot[lo:hi]
             out[:, self._score] = decision * (2 * mode + 2)
-            out[:, self._label] = 2 * out[:, col["shot"]] + 2 + mode
+            out[:, self._scored] = decision * (2 * shot + 3 + mode)
             out_small[:, self._last_flag] = 0
         self._arena[at:at + rows, self._small:].view(np.int8)[batch.offsets[1:] - 1, self._last_flag] = 1
         return at
@@ -350,11 +365,12 @@ class MetaReferentialGameVector(VectorEnv):
         decided = self._cur_decided  # (False for a terminated sub-environment: its last observation is no decision)
         correct = decision == self._cur_answer  # (-1 where no decision)
         code = self._cur_score + correct
+        scored = self._cur_scored
         np.copyto(self._prev_code, code, where=decided)
         self._row += 1
         if self._n_autoreset:
             self._advance(self._autoreset.nonzero()[0], top_up=True)  # (their code is 0)
-        obs, infos = self._observe(decided, correct, code)
+        obs, infos = self._observe(decided, correct, scored)
         terminations = self._autoreset  # (set by _observe)
         return obs, _REWARDS.take(code), terminations.copy(), np.zeros(self.num_envs, dtype=bool), infos
 
@@ -397,18 +413,20 @@ class MetaReferentialGameVector(VectorEnv):
             raise ValueError(f"actions decision must lie in [0, {self._n_decisions}), got {arr.tolist()}")
         return arr
 
-    def _observe(self, decided: np.ndarray, correct: np.ndarray, code: np.ndarray):
-        """The observations and infos of every sub-environment's current row (decided, correct, code: of the action
+    def _observe(self, decided: np.ndarray, correct: np.ndarray, scored: np.ndarray):
+        """The observations and infos of every sub-environment's current row (decided, correct, scored: of the action
         just taken)."""
         col = self._col
         block = self._arena.take(self._row, axis=0)  # one gather; the fields below are views of it or of `ints`
         ints = block.astype(np.int64)  # (the whole block: a contiguous conversion is the cheaper one)
         small = block[:, self._small:].view(np.int8)
-        self._cur_answer, self._cur_score = ints[:, self._answer], ints[:, self._score]
+        self._cur_answer, self._cur_score, self._cur_scored = (ints[:, self._answer], ints[:, self._score],
+                                                               ints[:, self._scored])
         self._cur_decided = small[:, col["decision"]].view(bool)
         self._autoreset = small[:, self._last_flag].view(bool)  # terminated: the episode's last row
         self._n_autoreset = np.count_nonzero(self._autoreset)
         labels = self._labels.take(ints[:, self._label], axis=0)
+        scored_labels = self._scored_labels.take(scored, axis=0)
         prev = self._prev_code
         obs = {
             "communication_channel": ints[:, col["comm"]],
@@ -431,9 +449,11 @@ class MetaReferentialGameVector(VectorEnv):
             "listener_latents": ints[:, col["listener_latents"]].reshape(self._listener_shape),
             "decided": decided,
             "correct": correct,
-            "decision_phase": _DECISION_PHASES.take(code),
+            "decision_phase": scored_labels[:, 0],
+            "decision_mode": scored_labels[:, 1],
             "_phase": masks[0], "_mode": masks[1], "_round_idx": masks[2], "_round_id": masks[3],
             "_game_index": masks[4], "_target_decision": masks[5], "_speaker_latents": masks[6],
             "_listener_latents": masks[7], "_decided": masks[8], "_correct": masks[9], "_decision_phase": masks[10],
+            "_decision_mode": masks[11],
         }
         return obs, info
