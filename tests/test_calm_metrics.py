@@ -94,18 +94,30 @@ def test_std_autocorr_and_a_log_without_events():
                           n_fragments=4)
     assert out["n_events"] == 0 and math.isnan(out["ppl@sw"]) and math.isnan(out["rec"])
     assert math.isnan(out["ppl@sw_0"]) and math.isnan(out["rec_1"])
-    # std, ddof 1: class 0 squared deviations 2.25 + .25 + .25 + 2.25 = 5 over 3; class 1 1 + 1 + 0 = 2 over 2
-    assert out["std"] == pytest.approx((math.sqrt(5 / 3) + 1) / 2)
-    # lag 1: class 0 ([1, 3, 2], [3, 2, 4]): deviations (-1, 1, 0), (0, -1, 1): -1 / 2; class 1 ([2, 4], [4, 3]): -1
+    # std, np.std's ddof 0 (display_results.py L224): class 0 squared deviations 2.25 + .25 + .25 + 2.25 = 5 over 4;
+    # class 1 1 + 1 + 0 = 2 over 3
+    assert out["std"] == pytest.approx((math.sqrt(5 / 4) + math.sqrt(2 / 3)) / 2)
+    # corrcoef(x[1:], x[:-1]): class 0 ([3, 2, 4], [1, 3, 2]): deviations (0, -1, 1), (-1, 1, 0): -1 / 2;
+    # class 1 ([4, 3], [2, 4]): -1
     assert out["autocorr"] == pytest.approx(-0.75)
 
 
-def test_autocorr_is_pandas():
-    pd = pytest.importorskip("pandas")
-    x = [0.3, 1.2, 0.7, 2.5, 1.1, 0.4, 0.9]
-    out = compute_metrics(*log([(0, 0, [9.0]), (1, 0, x)]), n_fragments=2)
-    assert out["autocorr"] == pytest.approx(pd.Series(x).autocorr(lag=1))
-    assert out["std"] == pytest.approx(pd.Series(x).std())
+def test_a_class_without_autocorrelation_makes_the_mean_nan():
+    # class 1's kept losses are constant: its corrcoef is nan, and np.mean over the classes is nan (the reference's)
+    out = compute_metrics(*log([(0, 0, [9.0]), (1, 1, [9.0]), (2, 0, [1.0, 3.0, 2.0, 4.0]), (3, 1, [2.0, 2.0, 2.0])]),
+                          n_fragments=4)
+    assert math.isnan(out["autocorr"])
+    assert out["std"] == pytest.approx(math.sqrt(5 / 4) / 2)  # class 1's std is 0 and counts
+    # two kept batches: corrcoef of one value with one value is nan too
+    out = compute_metrics(*log([(0, 0, [9.0]), (1, 0, [1.0, 2.0])]), n_fragments=2)
+    assert math.isnan(out["autocorr"]) and out["std"] == 0.5
+
+
+def test_std_and_autocorr_are_numpys_as_the_reference_calls_them():
+    x = np.array([0.3, 1.2, 0.7, 2.5, 1.1, 0.4, 0.9])
+    out = compute_metrics(*log([(0, 0, [9.0]), (1, 0, x.tolist())]), n_fragments=2)
+    assert out["autocorr"] == float(np.corrcoef(x[1:], x[:-1])[0, 1])
+    assert out["std"] == float(np.std(x))
 
 
 def test_bad_input_is_named():

@@ -234,6 +234,23 @@ def test_lstm_weights_shapes_and_biases():
     assert torch.allclose(norm(x)[0].sum(0), torch.ones(T, B))
 
 
+def test_mos_draws_and_orders_its_parameters_as_the_reference():
+    # model.py L184-210: encoder, prior, latent, LSTM, decoder, each with PyTorch's default init, then the embedding
+    # and decoder weights redrawn U(-0.1, 0.1) and the decoder bias zeroed
+    torch.manual_seed(0)
+    model = MoS(V, E, H, n_components=3, dropout=0.2)
+    torch.manual_seed(0)
+    parts = [torch.nn.Embedding(V, E), torch.nn.Linear(H, 3, bias=False), torch.nn.Linear(H, 3 * H),
+             torch.nn.LSTM(E, H, 2, dropout=0.2), torch.nn.Linear(H, V)]
+    parts[0].weight.data.uniform_(-0.1, 0.1)
+    parts[4].bias.data.zero_()
+    parts[4].weight.data.uniform_(-0.1, 0.1)
+    expected = [p for part in parts for p in part.parameters()]
+    got = list(model.parameters())
+    assert len(got) == len(expected) and all(torch.equal(p, q) for p, q in zip(got, expected))
+    assert [n.split(".")[0] for n, _ in model.named_parameters()][:4] == ["encoder", "prior", "latent", "latent"]
+
+
 def test_mos_outputs_log_mixture():
     torch.manual_seed(0)
     model = MoS(V, E, H, n_components=3, dropout=0.2).eval()

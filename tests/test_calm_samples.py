@@ -139,8 +139,8 @@ def test_transformer_predicts_from_its_buffer_plus_what_it_was_fed():
         got = [step(x) for x in xs]
     learner.model.eval()
     with torch.no_grad():
-        for i, g in enumerate(got):  # at most context + window = 7 + 5 tokens, as in training
-            context = torch.cat([learner.buffer, *xs[:i + 1]])[-(7 + T):]
+        for i, g in enumerate(got):  # at most context = 7 tokens, the input length training used
+            context = torch.cat([learner.buffer, *xs[:i + 1]])[-7:]
             torch.testing.assert_close(g, torch.log_softmax(learner.model(context)[-1:], -1))
     assert learner.buffer.shape[0] == 7
     assert_unchanged(learner, before)

@@ -79,30 +79,57 @@ def test_uneven_split_drops_the_remainder():
 
 
 class ScriptedRandom:
-    """A random.Random stand-in: shuffle leaves the list alone, randint returns scripted values."""
+    """A random.Random stand-in: shuffle puts a scripted order in place (or leaves the list alone), randint returns
+    scripted values."""
 
-    def __init__(self, values):
-        self.values, self.calls = list(values), []
+    def __init__(self, values, order=None):
+        self.values, self.calls, self.order = list(values), [], order
 
     def shuffle(self, x):
-        pass
+        if self.order is not None:
+            x[:] = self.order
 
     def randint(self, a, b):
         self.calls.append((a, b))
         return self.values.pop(0)
 
 
-def test_order_repair_swaps_the_middle_of_the_first_run_with_a_random_position():
-    # [0, 0, 0, 1, 1]: first run starts at 0, length 3, middle 0 + 3 // 2 = 1; swapped with position 4
-    rng = ScriptedRandom([4])
+def test_order_repair_swaps_with_the_originals_run_length():
+    # lifelonglm data.py's run length is one too long unless the run ends the list, and the swapped element is
+    # start + length // 2 (DEVIATIONS C6). Worked by hand:
+    # [0,0,0,1,1]: run at 0, length 3 + 1 = 4, swap 0 + 2 = 2 with 4 -> [0,0,1,1,0]
+    # run at 0, length 2 + 1 = 3, swap 1 with 3 -> [0,1,1,0,0]; run at 1, length 3, swap 2 with 4 -> [0,1,0,0,1]
+    # run at 2, length 3, swap 3 with 4 -> [0,1,0,1,0]: no run left, no further draw
+    rng = ScriptedRandom([4, 3, 4, 4])
     assert class_order([3, 2], rng) == [0, 1, 0, 1, 0]
-    assert rng.calls == [(0, 4)]  # uniform over every position
-    # [0, 0, 1]: middle of the run is 1, swapped with 2; no run left, so no further draw
+    assert rng.calls == [(0, 4)] * 4  # uniform over every position
+    # (the true length would swap the middle, position 1, with 4: [0,1,0,1,0] after one draw)
+    # a run that ends the list keeps its true length: [0,1,0,1,2,2,2], run at 4, length 3, swap 5 with 1
+    rng = ScriptedRandom([1], order=[0, 1, 0, 1, 2, 2, 2])
+    assert class_order([2, 2, 3], rng) == [0, 2, 0, 1, 2, 1, 2] and rng.calls == [(0, 6)]
+    # [0, 0, 1]: run at 0, length 2 + 1 = 3, swap 1 with 2; no run left
     rng = ScriptedRandom([2])
     assert class_order([2, 1], rng) == [0, 1, 0] and rng.calls == [(0, 2)]
     # a swap with itself keeps the run: the repair draws again
     rng = ScriptedRandom([1, 2])
     assert class_order([2, 1], rng) == [0, 1, 0] and rng.calls == [(0, 2), (0, 2)]
+
+
+# The class orders lifelonglm's RandomAlternationIterator (data.py at 576f864) gave after random.seed(seed), run
+# here for this test: 5 languages x 20 and 4 domains x 25 fragments.
+ORIGINAL_ORDERS = {
+    (5, 0): "1040431312021201343403401430310124341420403204342324314241312402140320301210102313402012320123143242",
+    (5, 1): "1302012324214243104104013130141413213204234143430204030212431304130212420342010240323030124324210431",
+    (4, 0): "0313031320321032101020201013210121013101303201202123231031232103121232102130303203210323032023012321",
+    (4, 2): "1201310102101032120131303231032130102021032120230303213201201313120321232012302323013010312303232120",
+}
+
+
+@pytest.mark.parametrize("n_classes,seed", sorted(ORIGINAL_ORDERS))
+def test_class_order_is_the_originals(n_classes, seed):
+    names = LANGS if n_classes == 5 else ["d0", "d1", "d2", "d3"]
+    order = Stream(names, 10_000, seed).order
+    assert "".join(map(str, order)) == ORIGINAL_ORDERS[n_classes, seed]
 
 
 def test_order_uses_python_random_seeded_with_the_seed():

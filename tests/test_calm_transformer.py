@@ -64,6 +64,19 @@ def test_init():
     assert torch.equal(model.decoder.bias, torch.zeros(V))
 
 
+def test_init_draws_in_the_references_order():
+    # lifelonglm model.py L137-163: the encoder layer (copied into every layer), the Embedding, the decoder, then
+    # the embedding and decoder weights redrawn U(-0.1, 0.1)
+    model = make_model(0.1)
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(D, HEADS, FF, 0.1)
+    emb, dec = torch.nn.Embedding(V, D), torch.nn.Linear(D, V)
+    emb.weight.data.uniform_(-0.1, 0.1)
+    dec.weight.data.uniform_(-0.1, 0.1)
+    assert torch.equal(model.encoder.weight, emb.weight) and torch.equal(model.decoder.weight, dec.weight)
+    assert torch.equal(model.transformer.layers[0].linear1.weight, layer.linear1.weight)
+
+
 # --- the learning rate -------------------------------------------------------------------------------------------
 
 
@@ -82,16 +95,29 @@ def test_base_lr():
     assert base_lr(1e-3, 64) == 1e-3
 
 
-def test_every_run_follows_the_schedule_with_base_from_lr():
+def record_lrs(learner):
+    """The learning rate of every optimizer step the learner takes, appended as they happen."""
+    lrs = []
+    learner.optimizer.register_step_pre_hook(lambda opt, args, kwargs: lrs.append(opt.param_groups[0]["lr"]))
+    return lrs
+
+
+def test_the_schedule_counts_windows_not_optimizer_steps():
+    # transformer_learner.py L41-43: the rate is set once per learn() call from a step that counts the calls, so
+    # the li = 2 Adam steps of window i both take lr_at(i)
     data = windows(3)
     learner = TransformerLearner(make_model(), lr=42, warmup=4, learn_iterations=2)
-    for i, (x, y) in enumerate(data, 1):
-        learner.learn(x, y)
-        assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(lr_at(2 * i, D**-0.5, 4))
-    learner = TransformerLearner(make_model(), lr=1e-3, warmup=40)
+    lrs = record_lrs(learner)
     for x, y in data:
         learner.learn(x, y)
-    assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(1e-3 * 3 * 40**-1.5)  # HEAD: base --lr
+    base = D**-0.5
+    assert lrs == [lr_at(1, base, 4)] * 2 + [lr_at(2, base, 4)] * 2 + [lr_at(3, base, 4)] * 2
+    assert learner.step == 3
+    learner = TransformerLearner(make_model(), lr=1e-3)  # HEAD: base --lr; the default warm-up is main.py's 4000
+    lrs = record_lrs(learner)
+    for x, y in data:
+        learner.learn(x, y)
+    assert lrs == [pytest.approx(1e-3 * i * 4000**-1.5) for i in (1, 2, 3)]
 
 
 # --- the learner -------------------------------------------------------------------------------------------------
@@ -117,7 +143,7 @@ def test_two_learn_iterations_are_two_adam_steps():
     learner = TransformerLearner(model, lr=1e-2, learn_iterations=2, context=0)
     (x, y), = windows(1)
     first = learner.learn(x, y)
-    assert learner.step == 2
+    assert learner.step == 1  # one window
     assert all(int(s["step"]) == 2 for s in learner.optimizer.state.values())
     opt = torch.optim.Adam(replay.parameters(), lr=1e-2)
     for it in range(2):  # the same window twice, re-predicted after the first step
@@ -126,8 +152,8 @@ def test_two_learn_iterations_are_two_adam_steps():
             torch.testing.assert_close(first, loss.detach())
         opt.zero_grad()
         loss.backward()
-        for group in opt.param_groups:  # HEAD's schedule, base --lr, default warm-up 40
-            group["lr"] = lr_at(it + 1, 1e-2, 40)
+        for group in opt.param_groups:  # HEAD's schedule, base --lr, default warm-up 4000, step 1 for the window
+            group["lr"] = lr_at(1, 1e-2, 4000)
         opt.step()
     for p, q in zip(model.parameters(), replay.parameters()):
         torch.testing.assert_close(p, q)
@@ -144,26 +170,56 @@ def test_score_eval_logs_the_eval_mode_loss():
     assert model.training
 
 
-@pytest.mark.parametrize("t", [T, 2])
-def test_context_buffer(t):
-    """context = 4: the model's input is the last 4 earlier tokens of each stream (fewer at first) + the window, in
-    both passes of li = 2, and the loss is the window's under that input (positions counted from its first token)."""
-    model = make_model(0.0)
+def inputs_seen(learner):
+    """The model's input of every forward the learner makes, appended as they happen."""
     seen = []
-    model.encoder.register_forward_hook(lambda mod, args, out: seen.append(args[0].clone()))
-    learner = TransformerLearner(model, lr=1e-2, learn_iterations=2, context=4)
-    data = windows(3, t)
-    past = torch.empty(0, B, dtype=torch.long)
-    for x, y in data:
-        inp = torch.cat([past, x])[-(4 + t):]
+    learner.model.encoder.register_forward_hook(lambda mod, args, out: seen.append(args[0].clone()))
+    return seen
+
+
+def test_the_input_is_the_last_context_tokens_and_repeats_the_window_as_the_reference():
+    """context = 8, windows w1, w2, w3 of 3 tokens, li = 2. transformer_learner.py L47-58: predict appends the window
+    to the buffer and keeps its last 8 tokens (the first window starts it uncut), and every re-prediction appends
+    the window again (base_learner.py L26). Listed by hand:
+      w1: pass 1 reads w1, pass 2 w1 w1; carried: w1 w1
+      w2: pass 1 (w1 w1 w2)[-8:] = w1[1:] w1 w2; pass 2 (w1[1:] w1 w2 w2)[-8:] = w1[1:] w2 w2 (2 + 3 + 3 tokens)
+      w3: pass 1 (w1[1:] w2 w2 w3)[-8:] = w2[1:] w2 w3; pass 2 w2[1:] w3 w3
+    and the loss returned is the window's under pass 1's input."""
+    model = make_model(0.0)
+    learner = TransformerLearner(model, lr=1e-2, learn_iterations=2, context=8)
+    seen = inputs_seen(learner)
+    (w1, y1), (w2, y2), (w3, y3) = windows(3, 3)
+    cat = torch.cat
+    expected = [[w1, cat([w1, w1])], [cat([w1[1:], w1, w2]), cat([w1[1:], w2, w2])],
+                [cat([w2[1:], w2, w3]), cat([w2[1:], w3, w3])]]
+    for (x, y), want in zip([(w1, y1), (w2, y2), (w3, y3)], expected):
         before = copy.deepcopy(model).eval()
         seen.clear()
         loss = learner.learn(x, y)
-        assert len(seen) == 2 and all(torch.equal(s, inp) for s in seen)
+        assert len(seen) == 2 and all(torch.equal(s, w) for s, w in zip(seen, want))
+        assert torch.equal(learner.buffer, want[-1])
         with torch.no_grad():
-            torch.testing.assert_close(loss, ce(before, inp, y))
-        past = torch.cat([past, x])[-4:]
-        assert torch.equal(learner.buffer, past)
+            torch.testing.assert_close(loss, ce(before, want[0], y))
+
+
+def test_corrected_appends_the_window_once():
+    # repeat_window=False: both passes read the buffer with the window once, w1 | w1 w2 | (w1 w2 w3)[-8:]
+    learner = TransformerLearner(make_model(0.0), lr=1e-2, learn_iterations=2, context=8, repeat_window=False)
+    seen = inputs_seen(learner)
+    (w1, y1), (w2, y2), (w3, y3) = windows(3, 3)
+    expected = [w1, torch.cat([w1, w2]), torch.cat([w1[1:], w2, w3])]
+    for (x, y), want in zip([(w1, y1), (w2, y2), (w3, y3)], expected):
+        seen.clear()
+        learner.learn(x, y)
+        assert len(seen) == 2 and all(torch.equal(s, want) for s in seen)
+        assert torch.equal(learner.buffer, want)
+
+
+def test_an_input_shorter_than_the_window_is_refused():
+    learner = TransformerLearner(make_model(0.0), lr=1e-2, context=2)
+    (x, y), = windows(1)
+    with pytest.raises(ValueError, match="fewer than the window"):
+        learner.learn(x, y)
 
 
 def test_no_buffer_without_context():
@@ -179,13 +235,13 @@ def test_no_buffer_without_context():
 
 def test_state_dict_resume_is_exact():
     data = windows(6)
-    learner = TransformerLearner(make_model(0.1), lr=42, warmup=4, learn_iterations=2, context=4)
+    learner = TransformerLearner(make_model(0.1), lr=42, warmup=4, learn_iterations=2, context=8)
     for x, y in data[:3]:
         learner.learn(x, y)
     snapshot, rng = copy.deepcopy(learner.state_dict()), torch.get_rng_state()
     straight = [learner.learn(x, y) for x, y in data[3:]]
 
-    resumed = TransformerLearner(make_model(0.1, seed=7), lr=42, warmup=4, learn_iterations=2, context=4)
+    resumed = TransformerLearner(make_model(0.1, seed=7), lr=42, warmup=4, learn_iterations=2, context=8)
     resumed.load_state_dict(snapshot)
     torch.set_rng_state(rng)
     again = [resumed.learn(x, y) for x, y in data[3:]]

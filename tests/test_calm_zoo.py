@@ -24,8 +24,10 @@ def test_every_model_has_a_setting_for_every_paper_lambda():
     (("large_lstm", "multidomain", 20_000), dict(nhid=5200, lr=1e-3, dropout=0.4, li=1)),
     (("mos", "multidomain", 20_000), dict(nhid=4750, n_components=2, lr=5e-4)),
     (("poe_5", "multilingual", 10_000), dict(nhid=550, gate_nhid=100, clear_gate_hidden=True, normalize=True)),
-    (("moe_30", "multidomain", 20_000), dict(gate="lstm", gate_nhid=10, warmup=5, seeds=7)),
-    (("moe_pw_30", "multidomain", 20_000), dict(warmup=0, seeds=7)),
+    (("moe_30", "multidomain", 10_000), dict(gate="lstm", gate_nhid=10, warmup=5, seeds=(0, 1, 3, 4, 6, 7, 8, 9))),
+    (("moe_30", "multidomain", 20_000), dict(gate="lstm", gate_nhid=10, warmup=5, seeds=(0, 1, 3, 5, 6, 8, 9))),
+    (("moe_pw_30", "multidomain", 10_000), dict(warmup=5, seeds=(0, 1, 2, 3, 6, 7, 8, 9))),
+    (("moe_pw_30", "multidomain", 20_000), dict(warmup=0, seeds=(0, 1, 3, 4, 5, 6, 7))),
     (("moe_5", "multidomain", 10_000), dict(nhid=550, warmup=0)),
 ])
 def test_settings_are_the_test_command_lines(key, expected):
@@ -90,7 +92,15 @@ def test_grid_runs_user_models_and_the_seeds_the_command_lines_had():
     g.check()
     runs = g.runs()
     moe_domain = [r for r in runs if r["model"] == "moe_30" and r["dataset"] == "multidomain"]
-    assert [r["seed"] for r in moe_domain] == list(range(7))  # D16
+    # D16: the seeds of test_command_lines_moe.txt's LSTM-gate 20k lines; the news rows and a user's model 0..9
+    assert [r["seed"] for r in moe_domain] == [0, 1, 3, 5, 6, 8, 9]
+    assert [r["seed"] for r in runs if r["model"] == "moe_30" and r["dataset"] == "multilingual"] == list(range(10))
+    assert g.seed_span() == 10
+    # calm.seeds: 3 takes the first three of each setting's seeds, and prepare plans streams for seeds 0 .. 3
+    g3 = grid.Grid(section(seeds=3))
+    assert [r["seed"] for r in g3.runs() if r["model"] == "moe_30" and r["dataset"] == "multidomain"] == [0, 1, 3]
+    assert [r["seed"] for r in g3.runs() if r["model"] == "pkg.mod.MyLM"] == [0, 1, 2, 0, 1, 2]
+    assert g3.seed_span() == 4
     assert {r["model"] for r in runs} == {"moe_30", "pkg.mod.MyLM"}
     assert g.user_models() == {"pkg.mod.MyLM": "pkg.mod:MyLM"}
     assert "figure1d" not in [p.stem.split("/")[-1][:8] for p in g.targets().figures]  # no PoE+PW 30: no weights
@@ -110,16 +120,17 @@ def test_zoo_builds_each_architecture():
 
 
 @pytest.mark.parametrize("key, expected", [
-    (("transformer", "multilingual", 10_000), dict(nhid=2048, n_heads=32, n_layers=3, lr=42, li=5)),
-    (("transformer", "multilingual", 100_000), dict(nhid=2048, n_heads=32, n_layers=1, lr=1e-3, li=5)),
-    (("transformer", "multidomain", 10_000), dict(nhid=768, n_heads=16, n_layers=1, lr=1e-3, li=2)),
-    (("transformer", "multidomain", 20_000), dict(nhid=768, n_heads=16, n_layers=3, lr=42, li=5)),
+    (("transformer", "multilingual", 10_000), dict(nhid=2048, n_heads=32, n_layers=3, lr=42, li=5, lr_warmup=40)),
+    # the lr 1e-3 lines pass no --transformer-warmup: main.py's default 4000
+    (("transformer", "multilingual", 100_000), dict(nhid=2048, n_heads=32, n_layers=1, lr=1e-3, li=5, lr_warmup=4000)),
+    (("transformer", "multidomain", 10_000), dict(nhid=768, n_heads=16, n_layers=1, lr=1e-3, li=2, lr_warmup=4000)),
+    (("transformer", "multidomain", 20_000), dict(nhid=768, n_heads=16, n_layers=3, lr=42, li=5, lr_warmup=40)),
 ])
 def test_the_transformer_has_the_test_command_lines_and_runs_on_the_dev_halves(key, expected):
     cfg = zoo.CONFIGS[key]
     for field, value in expected.items():
         assert getattr(cfg, field) == value, field
-    assert cfg.dropout == 0.1 and cfg.lr_warmup == 40 and cfg.split == "dev"
+    assert cfg.dropout == 0.1 and cfg.context == 512 and cfg.split == "dev"
     assert zoo.bptt("transformer", 100) == 100 and zoo.bptt("poe_30", 100) == 20  # --bptt 100 vs 20
 
 
@@ -148,3 +159,21 @@ def test_the_grid_tokenises_the_dev_halves_only_for_the_transformer():
     assert "results/calm/samples/appendix_a_corpora.txt" in g.targets().files()
     assert g.sample_curves()[0] == ("results/calm/curves/dataset=multilingual/lambda=10000/model=poe_pw_30/"
                                     "variant=faithful/seed=0.parquet")
+
+
+def test_mixtures_build_the_gate_before_the_experts():
+    # learner_factory.py L44-48: the weights trainer is made before the MoELearner creates its experts, so the gate
+    # takes the first draws after the seed and the experts the next ones
+    torch.manual_seed(0)
+    pw = zoo.build("poe_pw_30", "multilingual", 200, 11, "faithful", 0.02)
+    torch.manual_seed(0)
+    gate_weights = torch.empty(30).uniform_(-0.1, 0.1)  # GradientWeights: zeros, then reset_weights' draw
+    experts = models.ExpertLSTMs(30, 11, zoo.scaled(zoo.EMSIZE, 0.02), zoo.scaled(200, 0.02))
+    assert torch.equal(pw.gate.weights.detach(), gate_weights)
+    assert all(torch.equal(p, q) for p, q in zip(pw.experts.parameters(), experts.parameters()))
+    torch.manual_seed(0)
+    lstm_gated = zoo.build("poe_30", "multilingual", 200, 11, "faithful", 0.02)
+    torch.manual_seed(0)
+    gate = models.LSTMWeights(11, 30, zoo.scaled(200, 0.02), emsize=zoo.scaled(zoo.GATE_EMSIZE, 0.02))
+    assert torch.equal(lstm_gated.gate.encoder.weight, gate.encoder.weight)
+    assert torch.equal(lstm_gated.experts.encoder_weight, models.ExpertLSTMs(30, 11, 4, 4).encoder_weight)

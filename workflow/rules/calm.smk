@@ -42,7 +42,7 @@ rule calm_prepare:
         resources=CALM.resources(),
         datasets=config["calm"]["datasets"],
         lambdas=json.dumps(config["calm"]["lambdas"]),
-        seeds=config["calm"]["seeds"],
+        seeds=CALM.seed_span(),
         n_fragments=config["calm"]["n_fragments"],
         window=config["calm"]["window"],
         chars=config["calm"]["synthetic_chars"],

@@ -20,7 +20,7 @@ def register(sub) -> None:
     t.add_argument("--resources", required=True, help="folder for the archives or the stand-in corpus")
     t.add_argument("--datasets", nargs="+", required=True)
     t.add_argument("--lambdas", required=True, help='JSON {dataset: [lambda, ...]}')
-    t.add_argument("--seeds", type=int, required=True)
+    t.add_argument("--seeds", type=int, required=True, help="plan the streams of seeds 0 .. N-1")
     t.add_argument("--n-fragments", type=int, required=True)
     t.add_argument("--window", type=int, required=True)
     t.add_argument("--synthetic-chars", type=int, required=True, help="synthetic: characters per language")

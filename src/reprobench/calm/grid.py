@@ -105,11 +105,16 @@ class Grid:
         return ["test", "dev"] if zoo.TRANSFORMER in self.cfg["models"] else ["test"]
 
     def seeds(self, model: str, dataset: str, lam: int) -> list[int]:
-        """0 .. seeds - 1, but no more than the original test runs had for that setting (D16: 8 or 7)."""
+        """The first calm.seeds of the seeds the original test runs used for that setting (0 .. 9, but for the
+        domain MoE 30 rows the 8 or 7 of test_command_lines_moe.txt, D16); a user's model: 0 .. calm.seeds - 1."""
         n = self.cfg["seeds"]
         if model in zoo.ALL_MODELS:
-            n = min(n, zoo.config(model, dataset, lam).seeds)
+            return list(zoo.config(model, dataset, lam).seeds[:n])
         return list(range(n))
+
+    def seed_span(self) -> int:
+        """1 + the largest seed of any run: the streams `prepare` plans for are those of seeds 0 .. span - 1."""
+        return 1 + max((r["seed"] for r in self.runs()), default=-1)
 
     def runs(self) -> list[dict]:
         return [{"dataset": d, "lam": lam, "model": run_id(m), "variant": v, "seed": s}

@@ -31,6 +31,7 @@ Variants (docs/DEVIATIONS.md, CALM section):
   state, as the single-model learners do. The gate LSTM's state is restored in both (as the reference).
 - D10 `moe_objective` (MoE): faithful -sum_i pi_i log p_i(y) (HEAD as coded), corrected -log sum_i pi_i p_i(y).
 - D12 (Ensemble): the weights are FixedWeights' "one" (faithful, ACL era) or "mean" (corrected): set by the caller.
+- C23 (the Transformer, reprobench.calm.transformer): `repeat_window`, the window appended again per re-prediction.
 """
 
 from __future__ import annotations

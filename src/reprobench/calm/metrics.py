@@ -16,12 +16,11 @@ fragment index and its class id.
 - Per class: loss_<c>, total_pp_<c>, ppl@sw_<c>, rec_<c> over that class's kept rows and events. total_pp_<c>
   keeps the code's bug: its inf guard tests the overall mean loss, not the class's. A class without events gets
   nan for ppl@sw_<c> and rec_<c> (as do the pooled values without any event).
-- Extras (lifelonglm display_results): std = mean over classes of the standard deviation of the class's kept batch
-  losses, ddof = 1 (pandas' default: the tables are pandas); autocorr = mean over classes of the lag-1
-  autocorrelation of the class's kept batch losses in stream order, as pandas' Series.autocorr computes it (the
-  Pearson correlation of x[:-1] with x[1:]). The spec does not say which rows these use; we take the kept rows,
-  like every other metric. Classes where they are undefined (too few rows, constant losses) are left out of the
-  means, as pandas' mean skips nan.
+- Extras (lifelonglm display_results.py L221-229, `extract_measures`): std = mean over classes of np.std (ddof 0)
+  of the class's kept batch losses; autocorr = mean over classes of np.corrcoef(x[1:], x[:-1])[0, 1] of the class's
+  kept batch losses x in stream order (the losses stitched fragment after fragment). Both means are np.mean over
+  every class, so one class whose value is nan (autocorr of a constant or a two-batch series) makes the mean nan,
+  as in the reference.
 """
 
 from __future__ import annotations
@@ -82,8 +81,8 @@ def compute_metrics(loss, fragment, class_id, class_names: Sequence[str] | None 
         out[f"ppl@sw_{names[c]}"] = _exp_mean([e[1] for e in mine])
         out[f"rec_{names[c]}"] = _mean([e[2] for e in mine])
     out["n_events"] = len(events)
-    out["std"] = _mean([v for v in (_std(loss[class_id == c]) for c in classes) if not np.isnan(v)])
-    out["autocorr"] = _mean([v for v in (_lag1_autocorr(loss[class_id == c]) for c in classes) if not np.isnan(v)])
+    out["std"] = _mean([float(np.std(loss[class_id == c])) for c in classes])
+    out["autocorr"] = _mean([_lag1_autocorr(loss[class_id == c]) for c in classes])
     return out
 
 
@@ -99,13 +98,9 @@ def _exp_mean(values) -> float:
     return float(np.exp(np.mean(values))) if len(values) else float("nan")
 
 
-def _std(x: np.ndarray) -> float:
-    return float(np.std(x, ddof=1)) if len(x) > 1 else float("nan")
-
-
 def _lag1_autocorr(x: np.ndarray) -> float:
-    """pandas' Series.autocorr(lag=1): Pearson correlation of x[:-1] with x[1:]; nan where undefined."""
-    a, b = x[:-1], x[1:]
-    if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+    """The reference's autocorr: np.corrcoef(x[1:], x[:-1])[0, 1], nan where it is undefined (a constant series,
+    fewer than three values), without numpy's warnings."""
+    if len(x) < 3 or np.ptp(x[1:]) == 0 or np.ptp(x[:-1]) == 0:
         return float("nan")
-    return float(np.corrcoef(a, b)[0, 1])
+    return float(np.corrcoef(x[1:], x[:-1])[0, 1])

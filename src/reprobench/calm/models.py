@@ -7,19 +7,20 @@ leading expert dimension N. Everything is device-agnostic: no host synchronisati
   no weight tying. Construction draws from torch's global generator in the order encoder (PyTorch default, then
   overwritten), LSTM, decoder (default, then overwritten), so seeding torch fixes it.
 - `ExpertLSTMs` (3.6, 3.7): N such LMs as one module with stacked parameters (leading expert dimension) and the
-  recurrence written as batched matmuls over experts (torch.baddbmm per time step, PyTorch's gate order i, f, g, o
-  and both bias vectors b_ih, b_hh per layer, so the parameter count is exactly N x LSTMLM's). Initialisation:
-  `ExpertLSTMs(N, ...)` builds N `LSTMLM`s one after the other from torch's global generator and copies each into
-  its slot, so after the same torch.manual_seed it equals `from_modules([LSTMLM(...) for _ in range(N)])`, i.e.
-  what the reference's N separately created modules get. `from_modules` / `to_modules` convert both ways. Dropout
+  recurrence written as batched matmuls over experts (torch.baddbmm per time step, PyTorch's gate order i, f, g, o and
+  both bias vectors b_ih, b_hh per layer, so the parameter count is exactly N x LSTMLM's). Initialisation:
+  `ExpertLSTMs(N, ...)` builds N `LSTMLM`s one after the other from torch's global generator and copies each into its
+  slot, so after the same torch.manual_seed it equals `from_modules([LSTMLM(...) for _ in range(N)])`, i.e. what the
+  reference's N separately created modules get, once the gate has drawn first (zoo.build makes the gate before the
+  experts, as learner_factory.py L44-48 did: DEVIATIONS C25). `from_modules` / `to_modules` convert both ways. Dropout
   masks are drawn independently per expert (one F.dropout over the whole (N, ...) tensor), as N separate modules
   would. The input tokens are the same for every expert. Its recurrence (`recurrence`, one of `RECURRENCES`):
-  "unrolled" is one autograd node per layer (`Recurrence`) whose backward walks the steps back with one batched
-  matmul per step and forms the recurrent weights' gradient of the whole window in one matmul at the end; on CUDA
-  each step's cell is one fused kernel (torch's LSTMCell kernel) both ways. "autograd" records every step's ops
-  and sums the recurrent weight gradient step by step (the path before: "unrolled" has its forward bits and its
-  gradients to rounding). "per_expert" runs torch's own LSTM kernel per expert (oneDNN's on a CPU). "auto" (the
-  default) picks one by device and size (`auto_recurrence`).
+  "unrolled" is one autograd node per layer (`Recurrence`) whose backward walks the steps back with one batched matmul
+  per step and forms the recurrent weights' gradient of the whole window in one matmul at the end; on CUDA each step's
+  cell is one fused kernel (torch's LSTMCell kernel) both ways. "autograd" records every step's ops and sums the
+  recurrent weight gradient step by step (the path before: "unrolled" has its forward bits and its gradients to
+  rounding). "per_expert" runs torch's own LSTM kernel per expert (oneDNN's on a CPU). "auto" (the default) picks one
+  by device and size (`auto_recurrence`).
 - Combinations: `poe_logits` (PoE/Ensemble: sum_i w_i z_i of raw logits, then cross-entropy),
   `moe_loss_faithful` (HEAD MoE as coded, D10: -sum_i pi_i log p_i(y)), `moe_loss_corrected` (the mixture
   likelihood -log sum_i pi_i p_i(y)). The pre-d2d1b58 MoE variant of D10 (cross-entropy on sum_i pi_i log p_i, a
@@ -532,29 +533,32 @@ class LSTMWeights(nn.Module):
 # --- mixture of softmaxes (3.5) ---------------------------------------------------------------------------------
 
 
-class MoS(nn.Module):
+class MoS(LSTMLM):
     """lifelonglm's MoSRNNModel: the LSTMLM trunk (output with dropout) h, prior pi = softmax(W_p h) (no bias),
     latent = dropout(tanh(Linear(H, K H)(h))), a shared decoder Linear(H, V) per latent slice,
     p = sum_k pi_k softmax(decoder(latent_k)). forward(x, hidden) -> (log(p + 1e-8) (T, b, V), hidden) for
-    NLLLoss. One dropout rate everywhere. Embedding and decoder weight U(-0.1, 0.1), decoder bias 0; the prior and
-    latent layers keep PyTorch's default init (the spec names none)."""
+    NLLLoss. One dropout rate everywhere. Built as the reference (model.py L184-210): encoder, prior, latent, LSTM,
+    decoder, each with PyTorch's default init from torch's global generator, in that order (so also the parameter
+    order), then the embedding and decoder weight redrawn U(-0.1, 0.1) and the decoder bias zeroed."""
 
     def __init__(self, vocab: int, emsize: int = 200, nhid: int = 200, n_components: int = 1, dropout: float = 0.2,
                  nlayers: int = 2):
-        super().__init__()
-        self.vocab, self.nhid, self.n_components, self.nlayers = vocab, nhid, n_components, nlayers
-        self.lm = LSTMLM(vocab, emsize, nhid, nlayers, dropout)  # its decoder is the shared one
+        nn.Module.__init__(self)  # LSTMLM's attributes, drawn in MoSRNNModel's order
+        self.vocab, self.emsize, self.nhid, self.nlayers, self.dropout = vocab, emsize, nhid, nlayers, dropout
+        self.n_components = n_components
+        self.drop = nn.Dropout(dropout)
+        self.encoder = nn.Embedding(vocab, emsize)
         self.prior = nn.Linear(nhid, n_components, bias=False)
         self.latent = nn.Linear(nhid, n_components * nhid)
-
-    def init_hidden(self, batch: int) -> Hidden:
-        return self.lm.init_hidden(batch)
+        self.rnn = nn.LSTM(emsize, nhid, nlayers, dropout=dropout if nlayers > 1 else 0.0)
+        self.decoder = nn.Linear(nhid, vocab)  # shared by the K softmaxes
+        self.init_weights()
 
     def forward(self, x: Tensor, hidden: Hidden | None = None) -> tuple[Tensor, Hidden]:
-        h, hidden = self.lm.trunk(x, hidden)
+        h, hidden = self.trunk(x, hidden)
         t, b, _ = h.shape
         pi = torch.softmax(self.prior(h), -1)  # (T, b, K)
-        latent = self.lm.drop(torch.tanh(self.latent(h))).view(t, b, self.n_components, self.nhid)
-        probs = torch.softmax(self.lm.decoder(latent), -1)  # (T, b, K, V)
+        latent = self.drop(torch.tanh(self.latent(h))).view(t, b, self.n_components, self.nhid)
+        probs = torch.softmax(self.decoder(latent), -1)  # (T, b, K, V)
         p = (pi.unsqueeze(-1) * probs).sum(2)
         return torch.log(p + MOS_EPS), hidden

@@ -3,32 +3,34 @@ Appendix C), re-implemented from the spec. Not one of the paper's Table 1 models
 than expected". Shapes: tokens (T, b) time first, logits (T, b, V). Device-agnostic, no host synchronisation in any
 forward or in `learn`.
 
-What the reference does:
+What the reference does (lifelonglm 576f864: learner/transformer_learner.py, base_learner.py, model.py, main.py):
 - Model: Embedding(V, d) * sqrt(d) + sinusoidal positional encoding -> dropout -> nn.TransformerEncoder of post-LN
   layers (ReLU, feed-forward size --nhid, dropout) under a causal mask -> Linear(d, V). Run with --bptt 100.
-- HEAD (576f864): a context buffer of the last 512 tokens per stream ("the last b x 512 consecutive examples",
-  Appendix C), updated with every window; the loss is on the current window only. Adam with PyTorch's default
-  betas and eps (the code builds betas/eps kwargs but never passes them), no gradient clipping. The learning rate
-  is always Vaswani's schedule base * min(step^-0.5, step * warmup^-1.5), with base d^-0.5 for --lr 42 (a magic
-  value) and base --lr otherwise.
+- The input: `predict` appends the window to a buffer and cuts it to the last --buffer-len = 512 tokens per stream
+  (L47-58), and the model reads that buffer: 512 tokens including the window (412 past + 100), positions counted
+  from its first token; the loss is on the window's rows only. The first window starts the buffer uncut.
+- With li > 1 (base_learner.py L17-29) every re-prediction calls `predict` again, which appends the same window
+  again: pass k reads k copies of it, and the buffer carried to the next window ends with li copies (li = 5: the
+  next window's 412 past tokens are 4.12 copies of the previous one). Faithful: this; corrected (`repeat_window`
+  False): every pass reads the buffer with the window appended once, and that is what is carried.
+- The learning rate is Vaswani's schedule base * min(step^-0.5, step * warmup^-1.5), base d^-0.5 for --lr 42 (a
+  magic value), else --lr, set once per `learn()` call (L41-43): step counts windows from 1, not optimizer steps,
+  so the li Adam steps of a window share one rate. --transformer-warmup defaults to 4000 (main.py L50): the test
+  command lines pass 40 only on the --lr 42 rows (zoo.CONFIGS). Adam with PyTorch's default betas and eps (the
+  code builds betas/eps kwargs but never passes them), no gradient clipping.
+- The online step of every lifelonglm learner (3.2): the logged loss is computed before any update, in train mode
+  (dropout on), then li times: backward, Adam step, and, unless last, predict again.
+- Initialisation (model.py L137-163): the encoder layer is built first (its default init; nn.TransformerEncoder
+  deep-copies it, so all layers start equal), then the Embedding and the decoder, then the embedding and decoder
+  weight are redrawn U(-0.1, 0.1) and the decoder bias zeroed. The same draws from torch's global generator here.
 - ACL era (c937b71; spec section 0 dates the transformer command lines to it): no buffer (the model sees the
   current window only: `context=0` here) and the schedule only for --lr 42, with base 1/d instead of d^-0.5 (any
   other --lr constant). Not reproduced: Appendix C describes the buffer, i.e. HEAD.
-- The online step of every lifelonglm learner (3.2): the logged loss is computed before any update, in train mode
-  (dropout on), then li times: backward, Adam step, and, unless last, predict again from the same context.
-
-Choices where the spec is silent:
-- Initialisation: embedding and decoder weight U(-0.1, 0.1), decoder bias 0 (`INIT_RANGE`, as lifelonglm's RNN
-  models, 3.1, and PyTorch's word_language_model example, which has the structure 3.8 describes); the encoder layers
-  keep PyTorch's defaults. Why not PyTorch's N(0, 1) embedding: scaled by sqrt(d) it would be ~45x the positional
-  encoding at d = 2048, drowning the positions. nn.TransformerEncoder deep-copies its layer, so all layers start
-  with the same weights (PyTorch's behaviour, so presumably the reference's). Draw order from torch's global
-  generator: embedding (default, then overwritten), layer, decoder (default, then overwritten).
-- Positions are counted from the first token of the model's input (buffer + window): the window's positions shift
-  while the buffer fills, then stay at context..context+T-1.
-- The schedule's step counts optimizer steps (li per window), from 1.
 - D5 `score_eval`: False (faithful) logs the train-mode loss, as the reference; True (corrected) logs the loss of
   an extra no-grad forward in eval mode, then trains on a train-mode forward as before.
+
+Ours only: `predictor` (Appendix D samples; the reference's `generate` raises) reads the buffer and the tokens
+fed since, at most `context` tokens.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from torch import Tensor, nn
 
 from reprobench.calm.learners import evaluating
 from reprobench.calm.models import init_embedding_and_decoder
-from reprobench.calm.zoo import CONTEXT  # tokens per stream kept in the buffer (HEAD, Appendix C)
+from reprobench.calm.zoo import CONTEXT  # tokens per stream of the model's input, window included (HEAD)
 
 MAGIC_LR = 42  # --lr 42 selects the base d^-0.5 of the warm-up schedule (HEAD)
 
@@ -65,11 +67,12 @@ class TransformerLM(nn.Module):
     def __init__(self, vocab: int, d_model: int, n_heads: int, n_layers: int, d_ff: int, dropout: float = 0.1):
         super().__init__()
         self.vocab, self.d_model = vocab, d_model
-        self.encoder = nn.Embedding(vocab, d_model)
         self.drop = nn.Dropout(dropout)
+        # the reference's draw order: the layer, the embedding, the decoder, then init_weights (module docstring)
         layer = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout, activation="relu", norm_first=False)
         # no nested tensors: there is no padding, and the check would only warn about batch_first=False
         self.transformer = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False)
+        self.encoder = nn.Embedding(vocab, d_model)
         self.decoder = nn.Linear(d_model, vocab)
         self.init_weights()
 
@@ -105,38 +108,43 @@ def base_lr(lr: float, d_model: int) -> float:
 class TransformerLearner:
     """The online learner of a `TransformerLM` (class-agnostic; interface of reprobench.calm.learners).
 
-    learn(x, y): the model's input is the buffer (the last `context` tokens of every stream before this window,
-    fewer while it fills, token ids only, so no gradient reaches the past) followed by the window x; the loss is the
-    mean cross-entropy over the window's T b positions. Returned before any update (test-then-train), then
-    `learn_iterations` Adam steps, each on a fresh forward over the same input. The buffer then takes in x.
-    context=0: no buffer (the ACL era).
+    learn(x, y): the model's input is the buffer with the window x appended, cut to its last `context` tokens per
+    stream (token ids only, so no gradient reaches the past); the loss is the mean cross-entropy over the window's
+    T b positions. Returned before any update (test-then-train), then `learn_iterations` Adam steps, each on a fresh
+    forward: with `repeat_window` (faithful) the window is appended to the buffer again before each, as the
+    reference's re-prediction did; without it every pass reads the same input. The last input is the buffer carried
+    to the next window. context=0: no buffer, the window alone (the ACL era).
 
-    Learning rate: lr_at(step, base_lr(lr, d), warmup), set before every optimizer step (HEAD schedules every run;
-    the ACL era scheduled only --lr 42, with base 1/d, and kept any other lr constant).
+    Learning rate: lr_at(calls, base_lr(lr, d), warmup), set once per learn() call, calls counted from 1.
     """
 
     oracle = False
 
-    def __init__(self, model: TransformerLM, lr: float, warmup: int = 40, learn_iterations: int = 1,
-                 context: int = CONTEXT, score_eval: bool = False):
+    def __init__(self, model: TransformerLM, lr: float, warmup: int = 4000, learn_iterations: int = 1,
+                 context: int = CONTEXT, score_eval: bool = False, repeat_window: bool = True):
         if learn_iterations < 1:
             raise ValueError(f"learn_iterations must be at least 1, got {learn_iterations}")
         if context < 0:
             raise ValueError(f"context must be non-negative, got {context}")
         self.model, self.lr, self.warmup, self.li, self.context = model, lr, warmup, learn_iterations, context
-        self.score_eval = score_eval
+        self.score_eval, self.repeat_window = score_eval, repeat_window
         self.base = base_lr(lr, model.d_model)
         lr_at(1, self.base, warmup)  # fail early on a bad warmup
-        # default betas and eps, as the reference (which built its own but never passed them); the initial lr is
-        # overwritten before every step
+        # default betas and eps, as the reference (which built its own but never passed them)
         self.optimizer = torch.optim.Adam(model.parameters(), lr=self._lr(1))
-        self.step = 0  # optimizer steps taken
-        self.window = 1  # tokens per stream of the last window (the predictor's context bound)
+        self.step = 0  # learn() calls so far: the schedule's step is the next one's number
+        self.window = 1  # tokens per stream of the last window (the predictor's bound without a buffer)
         self.buffer: Tensor | None = None  # (<= context, b) token ids
         model.train()
 
     def _lr(self, step: int) -> float:
         return lr_at(step, self.base, self.warmup)
+
+    def _append(self, buffer: Tensor | None, x: Tensor) -> Tensor:
+        """The reference's append_to_buffer: x starts the buffer (uncut, a copy), else buffer + x, last context."""
+        if self.context == 0:
+            return x
+        return x.clone() if buffer is None else torch.cat([buffer, x])[-self.context:]
 
     def _loss(self, inp: Tensor, y: Tensor) -> Tensor:
         t = y.shape[0]
@@ -146,7 +154,13 @@ class TransformerLearner:
     def learn(self, x: Tensor, y: Tensor, class_id: int | None = None) -> Tensor:
         if self.buffer is not None and self.buffer.shape[1] != x.shape[1]:
             raise ValueError(f"the buffer holds {self.buffer.shape[1]} streams, the window {x.shape[1]}")
-        inp = x if self.buffer is None else torch.cat([self.buffer, x])
+        if 0 < self.context < x.shape[0]:
+            raise ValueError(f"the Transformer's input holds {self.context} tokens per stream, fewer than the window "
+                             f"({x.shape[0]}): give a larger calm.size_factor or a smaller calm.window")
+        self.step += 1
+        for group in self.optimizer.param_groups:
+            group["lr"] = self._lr(self.step)
+        inp = self._append(self.buffer, x)
         self.window = x.shape[0]
         first = None
         if self.score_eval:
@@ -160,14 +174,13 @@ class TransformerLearner:
         for it in range(self.li):
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            self.step += 1
-            for group in self.optimizer.param_groups:
-                group["lr"] = self._lr(self.step)
             self.optimizer.step()
             if it < self.li - 1:
+                if self.repeat_window:
+                    inp = self._append(inp, x)
                 loss = self._loss(inp, y)
         if self.context > 0:
-            self.buffer = inp[-self.context:].clone()  # clone: the first window's would alias the caller's x
+            self.buffer = inp
         return first
 
     def gate_weights(self) -> Tensor | None:
@@ -178,14 +191,13 @@ class TransformerLearner:
 
     @contextmanager
     def predictor(self, class_id: int | None = None):
-        """Next-token log-probabilities given the buffer and the tokens fed since, at most context + window tokens
-        (eval mode, no gradient); the learner's buffer is not changed."""
-        context, longest = self.buffer, self.context + self.window
+        """Next-token log-probabilities given the buffer and the tokens fed since, at most `context` tokens (the
+        window's length without a buffer), eval mode, no gradient; the learner's buffer is not changed."""
+        context, longest = self.buffer, self.context or self.window
 
         def step(x: Tensor) -> Tensor:
             nonlocal context
-            # at most the buffer plus one window, the longest input training showed it
-            context = x if context is None else torch.cat([context, x])[-longest:]
+            context = (x if context is None else torch.cat([context, x]))[-longest:]
             return torch.log_softmax(self.model(context)[-1:], -1)
 
         with evaluating(self.model):
