@@ -4,7 +4,9 @@ corrupt archives, and the BNC placed by hand and read through NLTK."""
 import gzip
 import hashlib
 import io
+import json
 import re
+import shutil
 import tarfile
 import zipfile
 
@@ -59,19 +61,29 @@ def base():
         yield start({"/news.tgz": NEWS_TGZ, "/wiki.zip": WIKI_ZIP, "/europarl.gz": EUROPARL_GZ})
 
 
-def test_the_sources_are_the_reference_ones():
-    assert NEWS.url == "http://www.statmt.org/wmt13/training-monolingual-news-2009.tgz" and NEWS.sha256 is None
-    assert EUROPARL.url == "http://www.statmt.org/wmt14/training-monolingual-europarl-v7/europarl-v7.en.gz"
+def test_the_sources_are_the_reference_ones_over_https_and_the_unpinned_ones_say_why():
+    assert NEWS.url == "https://www.statmt.org/wmt13/training-monolingual-news-2009.tgz" and NEWS.sha256 is None
+    assert EUROPARL.url == "https://www.statmt.org/wmt14/training-monolingual-europarl-v7/europarl-v7.en.gz"
     assert WIKITEXT.url == "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-103-raw-v1.zip"
-    assert len(WIKITEXT.sha256) == 64 and WIKITEXT.size == 191_984_949
+    assert WIKITEXT.sha256 == "91c00ae287f0d699e18605c84afc9e45c192bc6b7797ff8837e5474655a33794"
+    assert WIKITEXT.size == 191_984_949
+    # every real corpus is either pinned or listed, with its reason, in the one list of unpinned ones
+    sources = [NEWS, EUROPARL, WIKITEXT]
+    assert all(s.url.startswith("https://") for s in sources)
+    assert set(calm.UNPINNED) == {s.file for s in sources if s.sha256 is None} | {calm.BNC_ZIP}
+    assert all(s.size is not None for s in sources if s.sha256 is not None)
+    assert all("no checksum" in why for why in calm.UNPINNED.values())
 
 
-def test_news_resumes_records_its_checksum_and_extracts_the_five_languages(tmp_path, base):
+def test_news_resumes_records_its_checksum_and_extracts_the_five_languages(tmp_path, base, capsys):
     source = Source(f"{base}/news.tgz", NEWS.file)
     archive = tmp_path / "calm/news/news.2009.tgz"
     archive.parent.mkdir(parents=True)
     archive.with_name("news.2009.tgz.part").write_bytes(NEWS_TGZ[:100])  # an interrupted download
     files = calm.fetch_news(tmp_path, source=source)
+    said = " ".join(capsys.readouterr().err.split())  # the first copy is trusted as it came: the log says so, and why
+    assert f"{source.url} has no published checksum ({calm.UNPINNED[NEWS.file]})" in said
+    assert "this first copy is trusted as it came" in said
     assert FileHandler.ranges == [100] and archive.read_bytes() == NEWS_TGZ
     assert sorted(files) == sorted(["fr", "es", "en", "de", "cs"])
     for lang, path in files.items():
@@ -140,6 +152,23 @@ def test_a_corrupt_or_truncated_archive_stops_naming_it(tmp_path, what):
     assert left == sorted(["calm/checksums.json", f"calm/{source.file}", f"calm/{source.file.split('/')[0]}"])
 
 
+def test_a_manifest_recorded_under_the_former_http_url_still_pins_the_file(tmp_path):
+    """The statmt.org URLs moved from http:// to https://: a checksums.json written before keeps pinning the file
+    (carried over to the new URL) instead of the file on disk being taken as a new first copy."""
+    source = Source("https://127.0.0.1:9/news.tgz", NEWS.file)  # never contacted while the file matches
+    archive = tmp_path / "calm" / NEWS.file
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(NEWS_TGZ)
+    entry = {"file": "news.2009.tgz", "algorithm": "sha256", "digest": sha256(NEWS_TGZ), "size": len(NEWS_TGZ)}
+    (tmp_path / "calm/checksums.json").write_text(json.dumps({"http://127.0.0.1:9/news.tgz": entry}))
+    assert calm.fetch(source, tmp_path) == archive
+    assert read_manifest(tmp_path / "calm/checksums.json")[source.url] == entry
+    (tmp_path / "calm/checksums.json").write_text(json.dumps({"http://127.0.0.1:9/news.tgz": entry}))
+    archive.write_bytes(b"\0" * len(NEWS_TGZ))  # changed on disk: not re-recorded, fetched again (offline here)
+    with pytest.raises(DownloadError, match=r"does not match the [0-9a-f]{64} recorded in .*checksums.json"):
+        calm.fetch(source, tmp_path, timeout=5)
+
+
 def test_missing_bnc_names_the_oxford_text_archive_handle_and_the_path(tmp_path):
     where = re.escape(str(tmp_path / "calm/domain/bnc.zip"))
     with pytest.raises(ReprobenchError, match=rf"handle 20.500.12024/2554 \(https://ota.bodleian.ox.ac.uk/repository/"
@@ -180,6 +209,15 @@ def test_bnc_is_read_through_nltk_one_sentence_a_line(tmp_path, prefix):
     assert path == tmp_path / "calm/domain/bnc.raw"
     assert path.read_text(encoding="utf-8") == "Title\nThe cat sat .\nYes !\nTitle\nCaf\u00e9 au lait ,\n"
     assert (tmp_path / f"calm/domain/bnc/{prefix}Texts/A/A0/A00.xml").exists()
+    # unpinned (no published checksum): recorded once it extracted, checked before any later extraction
+    entry = read_manifest(tmp_path / "calm/checksums.json")[calm.BNC_PAGE]
+    assert entry["digest"] == sha256(archive.read_bytes()) and entry["size"] == archive.stat().st_size
+    path.unlink()
+    shutil.rmtree(tmp_path / "calm/domain/bnc")
+    bnc_zip(archive, prefix, extra=[("README", "another copy")])
+    with pytest.raises(DownloadError, match=r"bnc.zip(: sha256 .* does not match| has \d+ bytes, not the size).* "
+                                            r"recorded in .*checksums.json"):
+        calm.prepare_bnc(tmp_path)
 
 
 def test_a_bnc_zip_with_a_member_outside_its_folder_or_corrupt_stops_naming_it(tmp_path):

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from reprobench.core.download import DownloadError, download, read_manifest
+from reprobench.core.download import DownloadError, check_recorded, download, read_manifest, record_first_use
 
 
 class FileHandler(http.server.BaseHTTPRequestHandler):
@@ -87,6 +87,43 @@ def test_manifest_records_the_first_download_and_verifies_later_ones(tmp_path, s
     with pytest.raises(DownloadError, match=r"does not match the [0-9a-f]{64} recorded in .*checksums.json"):
         download(url, dest, algorithm="sha256", manifest=manifest)
     assert not dest.exists() and not (tmp_path / "d" / "f.bin.part").exists()
+
+
+def test_an_unpinned_first_download_says_so_and_a_former_url_keeps_its_record(tmp_path, serve, capsys):
+    url = serve({"/f.bin": PAYLOAD}) + "/f.bin"
+    dest, manifest = tmp_path / "f.bin", tmp_path / "m.json"
+    download(url, dest, algorithm="sha256", manifest=manifest, unpinned="no one publishes one")
+    said = " ".join(capsys.readouterr().err.split())
+    assert f"{url} has no published checksum (no one publishes one): recorded the sha256 {sha256(PAYLOAD)}" in said
+    assert "this first copy is trusted as it came" in said
+    download(url, dest, algorithm="sha256", manifest=manifest)  # verified: nothing logged, nothing fetched
+    assert capsys.readouterr().err == "" and FileHandler.ranges == [0]
+    # the URL's former spelling (aliases): its entry pins a fresh download, which is then recorded under the new URL
+    old = "http://old.example/f.bin"
+    manifest.write_text(json.dumps({old: read_manifest(manifest)[url]}))
+    dest.unlink()
+    download(url, dest, algorithm="sha256", manifest=manifest, aliases=(old,))
+    assert read_manifest(manifest)[url] == read_manifest(manifest)[old] and "first copy" not in capsys.readouterr().err
+    manifest.write_text(json.dumps({old: read_manifest(manifest)[old]}))
+    dest.unlink()
+    FileHandler.files["/f.bin"] = PAYLOAD[::-1]  # changed on the server: refused against the former URL's record
+    with pytest.raises(DownloadError, match=r"does not match the [0-9a-f]{64} recorded in .*m.json"):
+        download(url, dest, algorithm="sha256", manifest=manifest, aliases=(old,))
+
+
+def test_a_file_placed_by_hand_is_checked_against_its_record_once_it_has_one(tmp_path):
+    path, manifest = tmp_path / "bnc.zip", tmp_path / "m.json"
+    path.write_bytes(PAYLOAD)
+    assert not check_recorded(path, "by-hand", manifest)  # nothing recorded yet
+    record_first_use(path, "by-hand", manifest, unpinned="licensed")
+    assert check_recorded(path, "by-hand", manifest)
+    path.write_bytes(PAYLOAD[::-1])
+    with pytest.raises(DownloadError, match=r"bnc.zip: sha256 [0-9a-f]{64} does not match the [0-9a-f]{64} recorded "
+                                            r"in .*m.json at its first use; .*delete its entry \(by-hand\)"):
+        check_recorded(path, "by-hand", manifest)
+    path.write_bytes(PAYLOAD[:-1])
+    with pytest.raises(DownloadError, match=r"bnc.zip has 10239 bytes, not the size 10240 recorded"):
+        check_recorded(path, "by-hand", manifest)
 
 
 def test_a_file_placed_by_hand_is_recorded_at_first_use(tmp_path):

@@ -6,7 +6,7 @@ Everything lives under <resources>/calm/, in the reference's data/ layout:
     domain/europarl-v7.en.gz -> domain/europarl.raw
     domain/wikitext-103-raw-v1.zip -> domain/wikitext-103-raw/wiki.train.raw (the train split only)
     domain/bnc.zip (placed by hand) -> domain/bnc/ (extracted) -> domain/bnc.raw
-    checksums.json: SHA-256 and size of each download that has no published checksum, recorded at first use
+    checksums.json: SHA-256 and size of each file that has no published checksum (UNPINNED), recorded at first use
 
 An extracted file is written to a temporary name and renamed, so its presence means it is complete; once it is
 there its archive is not read (or checked) again. prepare() then writes news_{dev,test} and domain_{dev,test}
@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 
 from reprobench.calm import corpora
 from reprobench.core.atomic import atomic_path
-from reprobench.core.download import download
+from reprobench.core.download import check_recorded, download, record_first_use
 from reprobench.core.errors import ReprobenchError
 from reprobench.core.progress import log
 
@@ -39,11 +39,15 @@ class Source:
     size: int | None = None
 
 
-NEWS = Source("http://www.statmt.org/wmt13/training-monolingual-news-2009.tgz", "news/news.2009.tgz")
-EUROPARL = Source("http://www.statmt.org/wmt14/training-monolingual-europarl-v7/europarl-v7.en.gz",
+# www.statmt.org serves the same files over https (the reference's data.py fetched them over http): the transfer
+# is authenticated, though the content is still unpinned (UNPINNED).
+NEWS = Source("https://www.statmt.org/wmt13/training-monolingual-news-2009.tgz", "news/news.2009.tgz")
+EUROPARL = Source("https://www.statmt.org/wmt14/training-monolingual-europarl-v7/europarl-v7.en.gz",
                   "domain/europarl-v7.en.gz")
-# The SHA-256 and size that public download scripts and dataset registries pin for this archive (among them Julia
-# DataDeps registrations of WikiText-103-raw); no published SHA-256 was found for the two statmt.org files.
+# Pinned with the SHA-256 that ml-explore/mlx-data (python/mlx/data/datasets/wikitext.py) and the Julia DataDeps
+# registration of dellison/LanguageModelingDatasets.jl (src/datasets/wikitext.jl) pin for this URL, also the Git LFS
+# SHA-256 of the Hugging Face Hub's copy of the zip (datasets/mattdangerw/wikitext-103-raw, commit 3555105, 192 MB);
+# the size in bytes is the one public download scripts check together with that digest.
 WIKITEXT = Source("https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-103-raw-v1.zip",
                   "domain/wikitext-103-raw-v1.zip",
                   "91c00ae287f0d699e18605c84afc9e45c192bc6b7797ff8837e5474655a33794", 191_984_949)
@@ -52,6 +56,16 @@ WIKI_MEMBER = "wikitext-103-raw/wiki.train.raw"
 BNC_ZIP = "domain/bnc.zip"
 BNC_HANDLE = "20.500.12024/2554"
 BNC_PAGE = "https://ota.bodleian.ox.ac.uk/repository/xmlui/handle/20.500.12024/2554"
+# The corpora without a pinned checksum, and why: no published SHA-256 (or size) was found for them. Their SHA-256 and
+# size are recorded in checksums.json at first use and every later use is checked against that record, so a file
+# that changes on the server or on disk is noticed, but the first copy is trusted as it comes (fetch logs this).
+UNPINNED = {
+    NEWS.file: "statmt.org publishes no checksum for the WMT09 monolingual news archive, and no dataset registry or "
+               "download script found pins one",
+    EUROPARL.file: "statmt.org publishes no checksum for the Europarl v7 monolingual English file, and no dataset "
+                   "registry or download script found pins one",
+    BNC_ZIP: "the BNC is licensed and placed by hand; the Oxford Text Archive publishes no checksum for its zip",
+}
 BNC_FILEIDS = r"[A-K]/\w*/\w*\.xml"
 MANIFEST = "checksums.json"
 _ARCHIVE_ERRORS = (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplementedError)
@@ -65,8 +79,11 @@ def fetch(source: Source, resources, timeout: float = 60.0) -> Path:
     """Download (resumable) and check `source`; an offline machine gets an error naming the URL and the path to
     place the file at by hand."""
     root = calm_root(resources)
+    why = None if source.sha256 else UNPINNED.get(source.file, "no published checksum is known for it")
+    # a manifest written when these URLs were http:// still pins the file
+    aliases = ("http://" + source.url.removeprefix("https://"),) if source.url.startswith("https://") else ()
     return download(source.url, root / source.file, source.sha256, "sha256", timeout, manifest=root / MANIFEST,
-                    size=source.size)
+                    size=source.size, unpinned=why, aliases=aliases)
 
 
 def _bad_archive(archive, exc, by_hand: bool = False) -> ReprobenchError:
@@ -173,7 +190,9 @@ def _texts_folder(folder: Path, archive: Path) -> Path:
 
 def prepare_bnc(resources) -> Path:
     """domain/bnc.raw from domain/bnc.zip: every sentence of NLTK's BNCCorpusReader (Texts/, files A-K) as its
-    tokens joined by one space, one sentence a line. The BNC needs a licence, so the zip is placed by hand."""
+    tokens joined by one space, one sentence a line. The BNC needs a licence, so the zip is placed by hand; no
+    checksum is published for it (UNPINNED), so its SHA-256 and size are recorded in checksums.json once it has
+    extracted, and checked before any later extraction."""
     root = calm_root(resources)
     out = root / "domain" / "bnc.raw"
     if out.exists():
@@ -185,8 +204,11 @@ def prepare_bnc(resources) -> Path:
             f"Oxford Text Archive, handle {BNC_HANDLE} ({BNC_PAGE}), and place the zip at {archive}")
     folder = root / "domain" / "bnc"
     if not folder.is_dir():
+        recorded = check_recorded(archive, BNC_PAGE, root / MANIFEST, "sha256")
         log(f"extracting {archive}")
         _extract_zip(archive, folder)
+        if not recorded:  # only a zip that extracted: a bad first copy is replaced without editing the manifest
+            record_first_use(archive, BNC_PAGE, root / MANIFEST, "sha256", UNPINNED[BNC_ZIP])
     texts = _texts_folder(folder, archive)
     try:
         import nltk.data

@@ -125,9 +125,10 @@ def _sized(config, variant: str, seed: int, sizes: str, budget: int, eval_every:
 
 
 def train_run(config, experiment: str, model: str, setting: dict, variant: str, sizes: str, out: str, scale: str,
-              device: str, checkpoint: str | None = None) -> None:
-    """Train `config` to its budget and write its evaluations as one curve file: R2D2 (resuming from `checkpoint`),
-    or, for Table 2's model 'package.module:Class', a user's agent (reprobench.s2b.agents, no checkpoint)."""
+              device: str, checkpoint: str | None = None, checkpoint_minutes: float = 10.0) -> None:
+    """Train `config` to its budget and write its evaluations as one curve file: R2D2 (resuming from `checkpoint`,
+    saved at every evaluation and every `checkpoint_minutes` between them: train.run), or, for Table 2's model
+    'package.module:Class', a user's agent (reprobench.s2b.agents, no checkpoint)."""
     import dataclasses
 
     from reprobench.core import checkpoint as checkpoints
@@ -143,7 +144,8 @@ def train_run(config, experiment: str, model: str, setting: dict, variant: str, 
                 from reprobench.s2b.marl import MARLConfig
 
                 marl = MARLConfig.small() if sizes == "tiny" else MARLConfig()
-            records = train.run(config, checkpoint=checkpoint, device=device, progress=True, marl=marl)
+            records = train.run(config, checkpoint=checkpoint, device=device, progress=True, marl=marl,
+                                checkpoint_every_s=60 * checkpoint_minutes)
     keys = sorted({k for r in records for k, v in r.items() if isinstance(v, int | float)})
     series = [("eval", k, [float(r.get(k, float("nan"))) for r in records]) for k in keys]
     if user:

@@ -4,6 +4,7 @@ learner updates at the reference's cadence, greedy ZSCT evaluations, exact resum
     config = TrainConfig()                          # tiny: LSTM core, 4 actors, 2000 observations (tests, timing)
     config = preset("table2", nbr_object_centric_samples=4, sampling_strategy="component-focused-2shots")
     records = run(config, checkpoint="run.pt")      # resumes from run.pt when it exists; saves at every evaluation
+                                                    # and every checkpoint_every_s seconds between them
     trainer = Trainer(config); trainer.train(until=1000); state = trainer.state_dict()   # or step by step
 
 Acting: actor i (environment i of a MetaReferentialGameVector) acts eps_i(t)-greedily (r2d2.actor_epsilons,
@@ -39,7 +40,8 @@ sub-environment; the decisions of the replay are right or wrong as the last one 
 the saved previous_game_result), so previous_game_reward/result match too, and the observations are checked against
 the saved ones. This costs one environment step per saved step (no network), seconds for a reference-scale run. A
 run stopped at any step boundary and resumed from its state_dict gives bitwise the same records and parameters on
-CPU (same thread count).
+CPU (same thread count); run() therefore saves on wall-clock time between evaluations too (checkpoint_every_s), at
+any step, mid-episode included.
 
 Tasks (TrainConfig.task, reprobench.s2b.tasks): "meta_rg", the meta-referential game with the posdis speaker (Tables 2,
 4, Figure 6), "recall", the recall task of Figure 5 seen through the same keys, and "marl", both players learned
@@ -52,14 +54,15 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from reprobench.core import checkpoint as ckpt
-from reprobench.core.progress import Progress
+from reprobench.core.progress import Progress, log
 from reprobench.s2b.cores import (
     ACTION_KINDS,
     ARCHI_CORES,
@@ -606,9 +609,11 @@ class Trainer:
         self.ep_acc_n[:] = 0
         return rec
 
-    def train(self, until: int | None = None, progress: Progress | None = None) -> list[dict]:
+    def train(self, until: int | None = None, progress: Progress | None = None,
+              after_step: Callable[[], None] | None = None) -> list[dict]:
         """Step until `until` observations (default: the budget), recording an evaluation at the first step past
-        every multiple of eval_every and at the budget."""
+        every multiple of eval_every and at the budget. `after_step()` is called after every step and its record, at
+        a step boundary where state_dict() resumes exactly (run's timed checkpoints)."""
         until = self.config.budget if until is None else until
         while self.observations < until:
             before = self.observations
@@ -620,6 +625,8 @@ class Trainer:
                 self.records.append(self._record())
                 while self.next_eval <= self.observations:
                     self.next_eval += self.config.eval_every
+            if after_step is not None:
+                after_step()
         return self.records
 
     # -- resume ------------------------------------------------------------------------------------------------------
@@ -673,10 +680,16 @@ def identity(config: TrainConfig) -> dict:
 
 
 def run(config: TrainConfig, checkpoint: str | None = None, device: torch.device | str = "cpu",
-        progress: bool = False, marl=None) -> list[dict]:
-    """Train to the budget, saving a checkpoint at every evaluation and resuming from `checkpoint` when it holds
-    this configuration's run; returns the records. Task 'marl' runs reprobench.s2b.marl.MARLTrainer with `marl`
+        progress: bool = False, marl=None, checkpoint_every_s: float = 600.0) -> list[dict]:
+    """Train to the budget and return the records. With `checkpoint`: resume from it when it holds this
+    configuration's run, and save to it at every evaluation and, between evaluations, at the first step boundary at
+    least `checkpoint_every_s` seconds after the last save (paper.yaml spaces evaluations 5e5-1e6 observations
+    apart: a preempted job loses at most checkpoint_every_s plus a step and a save). Every save is the whole
+    state_dict, so a run resumed from a timed checkpoint writes the records of an uninterrupted one, bit for bit on
+    CPU; saving reads the state and changes none of it. Task 'marl' runs reprobench.s2b.marl.MARLTrainer with `marl`
     (a marl.MARLConfig; None: its defaults)."""
+    if not checkpoint_every_s >= 0:  # NaN too: it would never save
+        raise ValueError(f"checkpoint_every_s must be >= 0, got {checkpoint_every_s!r}")
     if config.task == "marl":
         from reprobench.s2b import marl as marl_module
 
@@ -687,13 +700,29 @@ def run(config: TrainConfig, checkpoint: str | None = None, device: torch.device
     blob = ckpt.load(checkpoint, ident)
     if blob is not None:
         trainer.load_state_dict(blob["trainer"])
+        log(f"resuming from checkpoint {checkpoint} at {trainer.observations} of {config.budget} observations")
     bar = Progress(config.budget, f"s2b r2d2 {config.net.core}") if progress else None
     if bar is not None:
         bar.update(trainer.observations)
+    last_save = time.monotonic()
+
+    def save() -> None:
+        nonlocal last_save
+        ckpt.save(checkpoint, ident, trainer=trainer.state_dict())
+        last_save = time.monotonic()
+
+    def timed() -> None:
+        # not at an evaluation (run saves there anyway) nor at the budget (the run is about to finish)
+        just_recorded = bool(trainer.records) and trainer.records[-1]["observations"] == trainer.observations
+        if (not just_recorded and trainer.observations < config.budget
+                and time.monotonic() - last_save >= checkpoint_every_s):
+            save()
+
     while trainer.observations < config.budget:
-        trainer.train(until=min(config.budget, trainer.next_eval), progress=bar)
+        trainer.train(until=min(config.budget, trainer.next_eval), progress=bar,
+                      after_step=timed if checkpoint else None)
         if checkpoint:
-            ckpt.save(checkpoint, ident, trainer=trainer.state_dict())
+            save()
     if bar is not None:
         bar.close()
     return trainer.records
