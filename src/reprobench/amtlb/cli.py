@@ -65,6 +65,11 @@ def register(sub) -> None:
     t.set_defaults(func=cmd_compare)
 
 
+# the aggregate (reprobench.amtlb.summary.COLUMNS) each table and figure reads
+AGGREGATE_OF = {"transfer": "transfer", "multitask_scores": "scores", "transfer_ratio": "transfer",
+                "transfer_per_game": "transfer", "multitask_curves": "multitask"}
+
+
 def _int_or_none(text: str) -> int | None:
     return None if text in ("None", "null") else int(text)
 
@@ -95,12 +100,11 @@ def cmd_aggregate(args) -> None:
 
 
 def cmd_product(args) -> None:
-    from reprobench.amtlb import render
+    from reprobench.amtlb import render, summary
     from reprobench.amtlb.grid import FIGURE_FORMATS, TABLE_FORMATS
-    from reprobench.core.curves import read_frame
 
     stem = output_stem(args.out, TABLE_FORMATS if args.kind == "table" else FIGURE_FORMATS)
-    frame, _ = read_frame(args.metrics)
+    frame = summary.read(args.metrics, AGGREGATE_OF[args.product])
     make = {"transfer": render.transfer_table, "multitask_scores": render.multitask_table,
             "transfer_ratio": render.transfer_ratio_figure, "transfer_per_game": render.transfer_per_game_figure,
             "multitask_curves": render.multitask_figure}[args.product]
@@ -108,9 +112,8 @@ def cmd_product(args) -> None:
 
 
 def cmd_compare(args) -> None:
-    from reprobench.amtlb import render
+    from reprobench.amtlb import render, summary
     from reprobench.core import compare
-    from reprobench.core.curves import read_frame
 
-    scores, _ = read_frame(args.scores, columns=("game", "run", "last100", "c_final"))
+    scores = summary.read(args.scores, "scores")
     compare.write(render.comparison_rows(scores, args.frames_per_game), args.out)

@@ -16,25 +16,43 @@ import numpy as np
 import pandas as pd
 
 from reprobench.amtlb import PAPER, protocol
-from reprobench.amtlb.grid import RANDOM
-from reprobench.amtlb.runs import episodes_frame, rewards_frame
+from reprobench.amtlb.grid import KINDS, RANDOM
+from reprobench.amtlb.runs import MEASURES, REWARDS, episodes_frame, rewards_frame
 from reprobench.core import curves
 from reprobench.core.errors import ResultsFileError
 
+# What the table, figure and comparison stages read from each aggregate (aggregate below writes them).
+COLUMNS = {
+    "transfer": ("fold", "game", "seed", "t", "measure", "value", "undefined", "sign_flip", "scale"),
+    "multitask": ("game", "seed", "run", "t", "cumulative", "scale"),
+    "scores": ("game", "seed", "run", "episodes", "last100", "best", "c_final", "scale"),
+}
+
+
+def read(path: str, name: str) -> pd.DataFrame:
+    """One aggregate (a key of COLUMNS); a clear error names a file that is not it, or one with no rows."""
+    return curves.read_frame(path, COLUMNS[name], expect={"paper": PAPER.id, "experiment": name,
+                                                          "stage": "aggregate"})[0]
+
 
 def load_runs(paths: list[str]) -> tuple[list[dict], list[str]]:
-    """[{experiment, model, seed, fold, episodes (one row per episode), rewards (by frame)}], and the runs' scales."""
+    """[{experiment, model, seed, fold, episodes (one row per episode), rewards (by frame), path}], and the runs'
+    scales."""
     runs, scales = [], set()
-    for path in paths:
-        frame, record = curves.read_curve(path)
-        setting = record["setting"]
-        episodes, rewards = episodes_frame(frame), rewards_frame(frame)
-        if rewards.empty or "finished" not in episodes:
+    for path, frame, record in curves.read_curves(paths, expect={"paper": PAPER.id, "experiment": KINDS}):
+        setting = record.get("setting") or {}
+        if not isinstance(setting.get("games"), list) or not setting["games"] or \
+                (record["experiment"] == "transfer" and not isinstance(setting.get("fold"), int)):
+            raise ResultsFileError(path, f"has no setting.games (and, for a transfer run, setting.fold) (it is "
+                                   f"{curves.describe(record)})")
+        if REWARDS not in set(frame["metric"]):
             raise ResultsFileError(path, "has no rewards by frame: it was written before C(t) counted every reward "
                                    "as it came (issue 24); run its training again (delete the file)")
+        curves.require_metrics(path, frame, record, present=MEASURES, labels=(REWARDS, "finished"))
+        episodes, rewards = episodes_frame(frame), rewards_frame(frame)
         runs.append({"experiment": record["experiment"], "model": record["model"], "seed": int(record["seed"]),
                      "fold": setting.get("fold"), "games": setting["games"], "episodes": episodes,
-                     "rewards": rewards})
+                     "rewards": rewards, "path": path})
         scales.add(record["scale"])
     return runs, sorted(scales)
 
@@ -54,6 +72,10 @@ def aggregate(paths: list[str], frames_per_game: int, points: int, eps: float) -
     transfer = []
     for r in (r for r in runs if r["experiment"] == "transfer"):
         game, seed = r["games"][0], r["seed"]
+        for model in (r["model"], RANDOM):  # a transfer run is read against these fresh runs of its game and seed
+            if (model, game, seed) not in fresh:
+                raise ResultsFileError(r["path"], f"has no fresh run of model '{model}' on {game}, seed {seed}, among "
+                                       "the curves given: its transfer ratio has no denominator")
         c_pre = game_curve(r, game, grid)
         c_fresh = game_curve(fresh[(r["model"], game, seed)], game, grid)
         c_random = game_curve(fresh[(RANDOM, game, seed)], game, grid)

@@ -165,10 +165,11 @@ def cmd_appendix_d(args) -> None:
 
     from reprobench.calm import samples
     from reprobench.calm.grid import APPENDIX_D
+    from reprobench.calm.summary import CURVE
     from reprobench.core import curves
     from reprobench.core.errors import ConfigError
 
-    records = [curves.read_curve(path)[1] for path in args.curves]
+    records = [record for _, _, record in curves.read_curves(args.curves, expect=CURVE)]
     prefix, suffix = APPENDIX_D.split("{model}")
     for out in args.out:
         name = Path(out).name

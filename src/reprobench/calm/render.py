@@ -12,6 +12,7 @@ from reprobench.calm import models, published, zoo
 from reprobench.calm.summary import stream_frame
 from reprobench.core import compare, curves, plotting, tables
 from reprobench.core.compare import Interval
+from reprobench.core.errors import ResultsFileError
 
 METRICS = (("total_pp", "ppl"), ("ppl@sw", "ppl@sw"), ("rec", "rec"))
 STAND_IN = "SYNTHETIC STAND-IN: generated corpora, not the paper's; the numbers say nothing about the paper."
@@ -194,9 +195,14 @@ def switch_figure(switch: pd.DataFrame, runs: pd.DataFrame, dataset: str, stem: 
 
 
 def weight_curve(path: str):
-    """(per-batch frame, record, weight columns) of a curve with gate weights."""
+    """(per-batch frame, record, weight columns) of a curve with gate weights; a clear error names a curve without
+    them (a model with no mixture: its heatmap would be empty)."""
     w, record = stream_frame(path)
     cols = [c for c in w.columns if c.startswith("weight_")]
+    if not cols:
+        raise ResultsFileError(path, f"has no mixture weights (weight_NN metrics): it is a "
+                               f"'{_label(record['model'])}' curve; Figures 1(d, e), 4 and Appendix B read a PoE+PW 30 "
+                               "curve")
     return w, record, cols
 
 

@@ -65,13 +65,32 @@ def prepare(source: str, resources: str, datasets: list[str], plan: dict[str, li
 
 
 def read_corpora(path: str, split: str = SPLIT) -> dict:
-    """{dataset: info} of one split."""
+    """{dataset: info} of one split; a clear error names a file that is not a corpora.json of prepare (another
+    paper's, or one whose entries lack a field or have the wrong type)."""
+    from reprobench.core.errors import ResultsFileError
+
+    # what prepare writes per dataset, with its type: the training jobs and Appendix A read every one of them
+    fields = {"split_dir": str, "vocabulary": int, "classes": list, "ntokens": dict, "synthetic": bool, "level": str}
+    hint = "; run `reprobench calm prepare`"
     try:
         blob = json.loads(Path(path).read_text())
-        return blob["splits"][split]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ReprobenchError(f"file {path}: not a CALM corpora.json ({exc}); run `reprobench calm prepare`") \
-            from None
+    except (OSError, ValueError) as exc:
+        raise ResultsFileError(path, f"is not a CALM corpora.json ({exc}){hint}") from None
+    if not isinstance(blob, dict) or blob.get("paper") != PAPER.id or not isinstance(blob.get("splits"), dict):
+        what = f"paper {blob.get('paper')!r}" if isinstance(blob, dict) else type(blob).__name__
+        raise ResultsFileError(path, f"is not a CALM corpora.json (it has {what}; expected paper '{PAPER.id}' and "
+                               f"'splits'){hint}")
+    if not isinstance(blob["splits"].get(split), dict):
+        raise ResultsFileError(path, f"has no '{split}' split (it has {sorted(blob['splits'])}){hint}")
+    info = blob["splits"][split]
+    for dataset, entry in info.items():
+        if not isinstance(entry, dict):
+            raise ResultsFileError(path, f"splits.{split}.{dataset} is not an object{hint}")
+        bad = [f"{k} ({t.__name__})" for k, t in fields.items()
+               if not isinstance(entry.get(k), t) or (t is int and isinstance(entry.get(k), bool))]
+        if bad:
+            raise ResultsFileError(path, f"splits.{split}.{dataset} lacks or mistypes {', '.join(bad)}{hint}")
+    return info
 
 
 def build_learner(model: str, dataset: str, lam: int, vocab: int, variant: str, size_factor: float,

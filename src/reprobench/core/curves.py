@@ -3,13 +3,18 @@
 Rows are (seed, step, split, metric, value). The run's identity is also in the path
 (`experiment=<e>/model=<m>/<setting keys>/seed=<s>.parquet`, hive style, so that a whole folder reads
 as one dataset) and, with everything needed to trust a number, in the schema metadata under the key
-`reprobench`. A reader that finds a file without it, or with another schema, stops and names the file.
+`reprobench`. A reader that finds a file without it, or with another schema, stops and names the file; so does
+a reader given a file of another paper, experiment or stage than it expects (its provenance says which), a table
+with no rows, or the same run twice. Every Parquet file is written with page checksums (CRC-32 of each page) and
+read with them verified, so that a flipped bit in a data page stops the reader instead of changing a number.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,6 +25,23 @@ from reprobench.core.errors import ResultsFileError
 from reprobench.core.provenance import base_record
 
 METADATA_KEY = b"reprobench"
+ROWS_KEY = b"reprobench_rows"  # the number of rows written
+DIGEST_KEY = b"reprobench_sha256"  # SHA-256 of the record and the row count (files written before it have none)
+
+
+def _digest(meta: dict) -> bytes:
+    return hashlib.sha256(meta.get(METADATA_KEY, b"") + b"\0" + meta.get(ROWS_KEY, b"")).hexdigest().encode()
+
+
+def _check_footer(path, meta: dict, num_rows: int | None = None) -> None:
+    """The footer's digest and, given the rows read, their count (a file without a digest: nothing to check)."""
+    if DIGEST_KEY not in meta:
+        return
+    if meta[DIGEST_KEY] != _digest(meta):
+        raise ResultsFileError(path, "is corrupt: its metadata does not match its SHA-256")
+    if num_rows is not None and meta.get(ROWS_KEY, b"").decode() != str(num_rows):
+        raise ResultsFileError(path, f"is corrupt: {num_rows} rows read, {meta.get(ROWS_KEY, b'?').decode()} "
+                               "written")
 CURVE_SCHEMA = pa.schema([
     pa.field("seed", pa.int64(), nullable=False),
     pa.field("step", pa.int64(), nullable=False),
@@ -49,9 +71,44 @@ def write_table(table: pa.Table, path: str | os.PathLike, record: dict) -> None:
     """Write any Parquet table atomically with `record` as its metadata (byte-stable for equal input)."""
     meta = dict(table.schema.metadata or {})
     meta[METADATA_KEY] = json.dumps(record, sort_keys=True, default=str).encode()
+    # the footer has no checksum of its own: a flipped bit in it could change a provenance field or the row count
+    # (rows silently dropped) without an error; the digest covers both
+    meta[ROWS_KEY] = str(table.num_rows).encode()
+    meta[DIGEST_KEY] = _digest(meta)
     table = table.replace_schema_metadata(meta)
     with atomic_path(path, suffix=".parquet") as tmp:
-        pq.write_table(table, tmp, compression="zstd")
+        pq.write_table(table, tmp, compression="zstd", write_page_checksum=True)
+
+
+def read_table(path: str | os.PathLike) -> pa.Table:
+    """The whole table of a Parquet file, its page checksums verified (files written before they were written read
+    as before); a clear error names an unreadable or corrupt file. For every Parquet file this package reads."""
+    try:
+        table = pq.read_table(path, partitioning=None, page_checksum_verification=True)
+    except (pa.ArrowException, OSError) as exc:
+        if "crc" in str(exc).lower() or "checksum" in str(exc).lower():
+            raise ResultsFileError(path, f"is corrupt: a page fails its checksum ({exc})") from exc
+        raise ResultsFileError(path, f"is not a readable Parquet file ({exc})") from exc
+    _check_footer(path, table.schema.metadata or {}, table.num_rows)
+    return table
+
+
+def describe(record: dict) -> str:
+    """What a file is, from its provenance: "<paper>'s curve (experiment 'e', model 'm', ...)" or "<paper>'s
+    '<stage>' table (...)"."""
+    kind = f"'{record['stage']}' table" if "stage" in record else "curve"
+    fields = ", ".join(f"{k} '{record[k]}'" for k in ("experiment", "model", "variant") if k in record)
+    return f"{record.get('paper', '?')}'s {kind}" + (f" ({fields})" if fields else "")
+
+
+def check_record(path: str | os.PathLike, record: dict, expect: dict | None) -> None:
+    """Stop on a file whose provenance is not what its reader expects: `expect` maps a provenance field (paper,
+    experiment, stage, model...) to its value or a collection of allowed values."""
+    for key, allowed in (expect or {}).items():
+        allowed = (allowed,) if isinstance(allowed, str) else tuple(allowed)
+        if record.get(key) not in allowed:
+            wanted = repr(allowed[0]) if len(allowed) == 1 else f"one of {list(allowed)}"
+            raise ResultsFileError(path, f"is {describe(record)}, but its reader needs {key} {wanted}")
 
 
 def write_frame(frame, path: str | os.PathLike, record: dict) -> None:
@@ -59,18 +116,19 @@ def write_frame(frame, path: str | os.PathLike, record: dict) -> None:
     write_table(pa.Table.from_pandas(frame, preserve_index=False), path, record)
 
 
-def read_frame(path: str | os.PathLike, columns=()):
+def read_frame(path: str | os.PathLike, columns=(), expect: dict | None = None):
     """(DataFrame, provenance record) of a table written by write_frame; a clear error names a missing or foreign
-    file, or one without the `columns` its reader needs (another stage's table given in its place)."""
+    file, one whose provenance is not `expect` (check_record), one with no rows (an aggregate of no runs: its
+    tables would have headers only), or one without the `columns` its reader needs (another stage's table)."""
     record = read_metadata(path)
-    try:
-        frame = pq.read_table(path, partitioning=None).to_pandas()
-    except (pa.ArrowException, OSError) as exc:
-        raise ResultsFileError(path, f"is not a readable Parquet file ({exc})") from exc
+    check_record(path, record, expect)
+    frame = read_table(path).to_pandas()
+    if frame.empty:
+        raise ResultsFileError(path, f"has no rows (it is {describe(record)})")
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        what = f"a '{record.get('stage', record.get('model', '?'))}' table of {record.get('paper', '?')}"
-        raise ResultsFileError(path, f"lacks the columns {missing} (it is {what}; has {list(frame.columns)})")
+        raise ResultsFileError(path, f"lacks the columns {missing} (it is {describe(record)}; has "
+                               f"{list(frame.columns)})")
     return frame, record
 
 
@@ -128,20 +186,19 @@ def read_metadata(path: str | os.PathLike) -> dict:
     raw = (schema.metadata or {}).get(METADATA_KEY)
     if raw is None:
         raise ResultsFileError(path, "has no reprobench provenance metadata")
+    _check_footer(path, schema.metadata or {})
     try:
         return json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ResultsFileError(path, f"has corrupt provenance metadata ({exc})") from exc
 
 
-def read_curve(path: str | os.PathLike, keys=()):
+def read_curve(path: str | os.PathLike, keys=(), expect: dict | None = None):
     """Read a curve file into a pandas DataFrame (columns of curve_schema(keys): a file of several runs has key
-    columns); returns (frame, record)."""
+    columns); returns (frame, record). With `expect`, its provenance must match (check_record)."""
     record = read_metadata(path)
-    try:
-        table = pq.read_table(path, partitioning=None)
-    except (pa.ArrowException, OSError) as exc:
-        raise ResultsFileError(path, f"is not a readable Parquet file ({exc})") from exc
+    check_record(path, record, expect)
+    table = read_table(path)
     if not table.schema.remove_metadata().equals(curve_schema(keys)):
         raise ResultsFileError(path, f"has schema {table.schema.remove_metadata()} instead of the curve schema"
                                + (f" with key columns {list(keys)}" if keys else ""))
@@ -151,3 +208,69 @@ def read_curve(path: str | os.PathLike, keys=()):
     if table.num_rows == 0:  # every run records its first evaluation, so an empty curve is a broken file
         raise ResultsFileError(path, "has no rows")
     return table.to_pandas(), record
+
+
+# the hive keys of a curve's path that its provenance also holds (run_id: a user's 'pkg.mod:Class' in a path)
+PATH_FIELDS = ("experiment", "model", "variant", "seed")
+
+
+def path_mismatch(path: str | os.PathLike, record: dict) -> str | None:
+    """Where a curve's path (`.../experiment=e/model=m/seed=s.parquet`) says another run than its provenance: a file
+    copied or moved onto another run's path; None where they agree."""
+    from reprobench.core.plugins import run_id
+
+    for part in Path(path).with_suffix("").parts:
+        key, sep, value = part.partition("=")
+        if sep and key in PATH_FIELDS and key in record and value != run_id(str(record[key])):
+            return f"its path says {key}={value} but its provenance says {key} '{record[key]}'"
+    return None
+
+
+def run_identity(record: dict) -> str:
+    """What tells one run from another in a curve's provenance (a copy of a file is the same run)."""
+    return json.dumps({k: record.get(k) for k in ("paper", "experiment", "model", "setting", "seed", "variant",
+                                                  RUN_KEYS_FIELD)}, sort_keys=True, default=str)
+
+
+def read_curves(paths: Iterable[str], expect: dict | None = None, keys=()) -> Iterator[tuple[str, object, dict]]:
+    """(path, frame, record) of each curve file an aggregate or figure reads: every file as read_curve with
+    `expect`, its path agreeing with its provenance; a path given twice, or two files of the same run, stop it
+    (each would count its run twice)."""
+    paths = [str(p) for p in paths]
+    seen: dict[str, str] = {}
+    for path in paths:
+        real = os.path.realpath(path)
+        if real in seen:
+            raise ResultsFileError(path, f"is given twice (also as {seen[real]}): its run would count twice")
+        seen[real] = path
+    runs: dict[str, str] = {}
+    for path in paths:
+        frame, record = read_curve(path, keys, expect)
+        where = path_mismatch(path, record)
+        if where:
+            raise ResultsFileError(path, where)
+        identity = run_identity(record)
+        if identity in runs:
+            raise ResultsFileError(path, f"holds the same run as {runs[identity]} ({describe(record)}, seed "
+                                   f"{record.get('seed')}): it would count twice")
+        runs[identity] = path
+        yield path, frame, record
+
+
+def require_metrics(path: str | os.PathLike, frame, record: dict, present=(), finite=(), labels=()) -> None:
+    """Stop on a curve (long rows) whose values are all NaN, that lacks a metric its reader needs (`present`,
+    `finite`, `labels`), whose `finite` metrics are all NaN (nothing to read; a NaN here and there is a run's
+    result), or whose `labels` (bookkeeping rows: step counts, class ids) hold a NaN."""
+    if frame["value"].isna().all():
+        raise ResultsFileError(path, f"has only NaN values (it is {describe(record)})")
+    have = set(frame["metric"].unique())
+    missing = [m for m in (*present, *finite, *labels) if m not in have]
+    if missing:
+        raise ResultsFileError(path, f"lacks the metrics {missing} (it is {describe(record)}; has {sorted(have)})")
+    values = frame.groupby("metric")["value"]
+    nan_only = [m for m in finite if values.get_group(m).isna().all()]
+    if nan_only:
+        raise ResultsFileError(path, f"has only NaN values of {nan_only}")
+    nan_labels = [m for m in labels if values.get_group(m).isna().any()]
+    if nan_labels:
+        raise ResultsFileError(path, f"has NaN values of {nan_labels}, which a run never writes")

@@ -1,9 +1,11 @@
 """`reprobench inspect PATH`: which results are cached (curves, metrics tables, data, thresholds), at which scale
 and variant, with what provenance, and (with --config) which runs the config expects but are missing.
 
-Every file is checked from its footer as its reader would: a curve file must have its provenance and at least one
-row (a file with another schema is a metrics or data table); a metrics or data table must be Parquet with
-provenance; a JSON file must parse, and a file that
+Every file is checked as its reader would: a Parquet file must have its provenance (its SHA-256 matching where it
+has one), at least one row and pages that pass their checksums (the whole file is read: about 1 ms a file); a curve
+file (one with the curve schema; any other is a metrics or data table) must also have every required provenance
+field and sit on a path that agrees with it (experiment=, model=, variant=, seed=); a JSON file must parse, and a
+file that
 a benchmark registers a reader for (its grid's READERS, e.g. arith's thresholds) must pass that reader. Temporary
 files left by a killed write (core.atomic) are skipped and counted. The caller (the top-level CLI) supplies the
 expected runs and the readers of each benchmark from the registry.
@@ -26,10 +28,11 @@ def _describe(path: Path, readers: dict[str, Callable]) -> tuple[str, dict]:
     """(kind, provenance) of one results file, checked; raises ReprobenchError naming it."""
     import pyarrow.parquet as pq
 
+    from reprobench.core import curves
     from reprobench.core.curves import REQUIRED_FIELDS, RUN_KEYS_FIELD, curve_schema, read_metadata
 
     if path.suffix == ".parquet":
-        meta = read_metadata(path)  # the footer only: a paper-scale results folder holds 10^5 files
+        meta = read_metadata(path)
         footer = pq.read_metadata(path)
         schema = curve_schema(meta.get(RUN_KEYS_FIELD) or ())  # a file of several runs names its key columns
         kind = "curve" if footer.schema.to_arrow_schema().remove_metadata().equals(schema) else \
@@ -37,8 +40,12 @@ def _describe(path: Path, readers: dict[str, Callable]) -> tuple[str, dict]:
         missing = [k for k in REQUIRED_FIELDS if k not in meta]
         if kind == "curve" and missing:
             raise ResultsFileError(path, f"provenance lacks {missing}")
-        if kind == "curve" and footer.num_rows == 0:
+        if footer.num_rows == 0:  # a curve of no evaluation, or an aggregate of no runs: every reader stops on it
             raise ResultsFileError(path, "has no rows")
+        where = curves.path_mismatch(path, meta) if kind == "curve" else None
+        if where:
+            raise ResultsFileError(path, where)
+        curves.read_table(path)  # every page against its checksum, as the readers do
     else:
         try:
             meta = json.loads(path.read_text())

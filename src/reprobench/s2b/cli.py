@@ -126,7 +126,7 @@ def cmd_train(args) -> None:
         setting = {"model": args.model}
     device = choose_device(args.device, args.threads)
     runs.train_run(config, args.experiment, args.model, setting, args.variant, args.sizes, args.out, args.scale,
-                   str(device), args.checkpoint)
+                   str(device), args.checkpoint, args.checkpoint_minutes)
 
 
 def cmd_aggregate_zsct(args) -> None:
@@ -156,12 +156,15 @@ def cmd_aggregate(args) -> None:
 
 
 def cmd_table(args) -> None:
+    from reprobench.core.errors import ResultsFileError
     from reprobench.s2b import render, summary
 
     stem, probes = output_stem(args.out, (".md", ".csv", ".tex")), summary.read_probes(args.probes)
     if args.product == "table1":
         render.table1(probes, stem, zsct=summary.read_zsct(args.zsct) if args.zsct else None)
     else:
+        if not (probes["experiment"] == "disentanglement").any():  # Appendix D.2 is made of these rows only
+            raise ResultsFileError(args.probes, "has no disentanglement rows (s2b.disentanglement.seeds: 0?)")
         render.tableD2(probes, stem)
 
 

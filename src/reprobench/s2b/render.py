@@ -11,7 +11,7 @@ import pandas as pd
 
 from reprobench.core import compare, curves, plotting, tables
 from reprobench.core.compare import Interval
-from reprobench.s2b import probes, published
+from reprobench.s2b import PAPER, probes, published
 from reprobench.s2b.grid import R2D2
 from reprobench.s2b.speaker import posdis_message
 
@@ -192,11 +192,15 @@ def table4(zsct: pd.DataFrame, stem: str) -> list[str]:
     return tables.write_all(stem, header, rows, rows, pd.DataFrame(data), note=note)
 
 
-def _curves_by_model(paths: list[str]) -> dict[tuple[str, str], list[pd.DataFrame]]:
-    """{(model, variant): one wide frame per seed} of training curve files."""
+def _curves_by_model(paths: list[str], experiment: str, present=(), finite=()
+                     ) -> dict[tuple[str, str], list[pd.DataFrame]]:
+    """{(model, variant): one wide frame per seed} of one experiment's training curve files, each with the metrics
+    `present`, `finite` (not all NaN: a training accuracy may be, before any episode ends) and its observation
+    counts."""
     runs: dict[tuple[str, str], list[pd.DataFrame]] = {}
-    for path in paths:
-        frame, record = curves.read_curve(path)
+    for path, frame, record in curves.read_curves(paths, expect={"paper": PAPER.id,
+                                                                 "experiment": experiment}):
+        curves.require_metrics(path, frame, record, present=present, finite=finite, labels=("observations",))
         runs.setdefault((record["model"], record["variant"]), []).append(curves.wide(frame))
     return runs
 
@@ -206,7 +210,7 @@ def figure5(paths: list[str], stem: str) -> list[str]:
     reference's logged S2B/Accuracy/Mean/train1) solid, the greedy evaluations' dashed; mean and min-max band."""
     import matplotlib.pyplot as plt
 
-    runs = _curves_by_model(paths)
+    runs = _curves_by_model(paths, "fig5", present=("train_accuracy/train1",), finite=("accuracy/train1",))
     colors = {"ohe": plotting.COLORS[0], "scs": plotting.COLORS[3]}  # the paper's: OHE blue, SCS orange
     with plotting.style(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a record with no finished episode holds NaN: a gap
@@ -233,7 +237,7 @@ def figure6(paths: list[str], stem: str) -> list[str]:
     and the min-max band, one line per (model, variant)."""
     import matplotlib.pyplot as plt
 
-    runs = _curves_by_model(paths)
+    runs = _curves_by_model(paths, "fig6", finite=("zsct_accuracy",))
     with plotting.style():
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
         for k, ((model, variant), frames) in enumerate(sorted(runs.items())):

@@ -5,16 +5,39 @@ from __future__ import annotations
 import pandas as pd
 
 from reprobench.core import curves
+from reprobench.core.errors import ResultsFileError
 from reprobench.s2b import PAPER
+from reprobench.s2b.grid import EXPERIMENTS, RECALL
+from reprobench.s2b.probes import PROTOCOLS, SPEAKER_METRICS
 
 # value: the mean over a seed's episodes (or its one value); low, high: the 2.5% and 97.5% points of its episodes
 COLUMNS = ["experiment", "seed", "setting", "metric", "value", "low", "high", "n", "scale"]
+PROBE_EXPERIMENTS = ("speaker", "disentanglement")  # the probe curves of the aggregate stage
+D2 = ("factorvae_score", "mig", "modularity")  # a disentanglement curve's metrics (probes.disentanglement)
+# the trained runs with a query phase (zsct.parquet's): Table 2's, Table 1's, Table 4's and Figure 6's
+ZSCT_EXPERIMENTS = ("zsct", *(e for e in EXPERIMENTS if e != RECALL))
+
+
+def _check_probe(path: str, frame: pd.DataFrame, record: dict) -> None:
+    """A speaker curve has every speaker metric; a disentanglement curve every metric for each (O, protocol) it
+    holds, and every protocol; neither may be all NaN."""
+    if record["experiment"] == "speaker":
+        curves.require_metrics(path, frame, record, present=SPEAKER_METRICS)
+        return
+    curves.require_metrics(path, frame, record, present=D2)
+    settings = frame.groupby("split")["metric"].agg(set)
+    lacking = {s: sorted(set(D2) - m) for s, m in settings.items() if set(D2) - m}
+    protocols = {s.partition("/")[2] for s in settings.index}
+    if lacking or not set(PROTOCOLS) <= protocols:
+        raise ResultsFileError(path, f"is an incomplete disentanglement curve: settings lacking metrics {lacking}, "
+                               f"protocols {sorted(protocols)} of {list(PROTOCOLS)}")
 
 
 def aggregate(paths: list[str], out: str) -> pd.DataFrame:
     rows, scales = [], set()
-    for path in paths:
-        frame, record = curves.read_curve(path)
+    for path, frame, record in curves.read_curves(paths, expect={"paper": PAPER.id,
+                                                                 "experiment": PROBE_EXPERIMENTS}):
+        _check_probe(path, frame, record)
         for (setting, metric), g in frame.groupby(["split", "metric"], sort=True):
             rows.append({"experiment": record["experiment"], "seed": int(record["seed"]), "setting": setting,
                          "metric": metric, "value": float(g["value"].mean()),
@@ -29,7 +52,8 @@ def aggregate(paths: list[str], out: str) -> pd.DataFrame:
 
 
 def read_probes(path) -> pd.DataFrame:
-    return curves.read_frame(path, COLUMNS)[0]
+    return curves.read_frame(path, COLUMNS, expect={"paper": PAPER.id, "experiment": "probes",
+                                                    "stage": "aggregate"})[0]
 
 
 ZSCT_COLUMNS = ["experiment", "model", "n_oc", "shots", "variant", "seed", "observations", "zsct_accuracy",
@@ -46,12 +70,16 @@ def aggregate_zsct(paths: list[str], out: str) -> pd.DataFrame:
     """One row per trained run (Tables 1, 2, 4, Figure 6): its last evaluation (greedy, test-only); the language
     probe's scores for Table 1's runs (NaN for the others)."""
     rows, scales = [], set()
-    for path in paths:
-        frame, record = curves.read_curve(path)
+    for path, frame, record in curves.read_curves(paths, expect={"paper": PAPER.id,
+                                                                 "experiment": ZSCT_EXPERIMENTS}):
+        curves.require_metrics(path, frame, record, finite=("zsct_accuracy",), labels=("observations",))
         w = curves.wide(frame)
         last = w.iloc[-1]
         support = [c for c in w.columns if c.startswith("accuracy/train")]
-        env = record["setting"]["env"]
+        env = (record.get("setting") or {}).get("env")
+        if not isinstance(env, dict) or not {"nbr_object_centric_samples", "sampling_strategy"} <= set(env):
+            raise ResultsFileError(path, f"has no setting.env with nbr_object_centric_samples and sampling_strategy "
+                                   f"(it is {curves.describe(record)})")
         rows.append({"experiment": record["experiment"], "model": record["model"],
                      "n_oc": int(env["nbr_object_centric_samples"]), "shots": _shots(env["sampling_strategy"]),
                      "variant": record["variant"], "seed": int(record["seed"]),
@@ -68,4 +96,5 @@ def aggregate_zsct(paths: list[str], out: str) -> pd.DataFrame:
 
 
 def read_zsct(path) -> pd.DataFrame:
-    return curves.read_frame(path, ZSCT_COLUMNS)[0]
+    return curves.read_frame(path, ZSCT_COLUMNS, expect={"paper": PAPER.id, "experiment": "zsct",
+                                                         "stage": "aggregate"})[0]

@@ -35,10 +35,8 @@ def prepare(source: str, resources: str, out: str, scale: str, n_train: int, n_t
 
 
 def load(path: str):
-    import pyarrow.parquet as pq
-
     meta = curves.read_metadata(path)
-    t = pq.read_table(path).to_pandas()
+    t = curves.read_table(path).to_pandas()  # page checksums verified
     split = {}
     for name in ("train", "test"):
         part = t[t["split"] == name]

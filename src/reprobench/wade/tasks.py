@@ -111,12 +111,10 @@ def write(dataset: Dataset, path: str, scale: str) -> None:
 
 
 def read(path: str) -> Dataset:
-    import pyarrow.parquet as pq
-
-    from reprobench.core.curves import read_metadata
+    from reprobench.core.curves import read_metadata, read_table
 
     meta = read_metadata(path)
-    table = pq.read_table(path)
+    table = read_table(path)  # page checksums verified
     return Dataset(int(meta["task"]), int(meta["seed"]), list(meta["vocabulary"]),
                    [np.array(t, dtype=np.int64) for t in table["tokens"].to_pylist()],
                    [np.array(m, dtype=np.int64) for m in table["mask"].to_pylist()],
