@@ -81,8 +81,8 @@ def test_comparison_of_counts_within_the_published_rounding():
 
 def section(**kw):
     base = {"source": "synthetic", "datasets": ["multilingual", "multidomain"],
-            "lambdas": {"multilingual": [10_000], "multidomain": [20_000]}, "models": ["moe_30", "pkg.mod:MyLM"],
-            "variants": ["faithful"], "seeds": 10}
+            "lambdas": {"multilingual": [10_000], "multidomain": [20_000]}, "models": ["moe_30", "tiny_user_lm:TinyLM"],
+            "variants": ["faithful"], "seeds": 10, "n_fragments": 100, "window": 100}
     base.update(kw)
     return base
 
@@ -99,10 +99,10 @@ def test_grid_runs_user_models_and_the_seeds_the_command_lines_had():
     # calm.seeds: 3 takes the first three of each setting's seeds, and prepare plans streams for seeds 0 .. 3
     g3 = grid.Grid(section(seeds=3))
     assert [r["seed"] for r in g3.runs() if r["model"] == "moe_30" and r["dataset"] == "multidomain"] == [0, 1, 3]
-    assert [r["seed"] for r in g3.runs() if r["model"] == "pkg.mod.MyLM"] == [0, 1, 2, 0, 1, 2]
+    assert [r["seed"] for r in g3.runs() if r["model"] == "tiny_user_lm.TinyLM"] == [0, 1, 2, 0, 1, 2]
     assert g3.seed_span() == 4
-    assert {r["model"] for r in runs} == {"moe_30", "pkg.mod.MyLM"}
-    assert g.user_models() == {"pkg.mod.MyLM": "pkg.mod:MyLM"}
+    assert {r["model"] for r in runs} == {"moe_30", "tiny_user_lm.TinyLM"}
+    assert g.user_models() == {"tiny_user_lm.TinyLM": "tiny_user_lm:TinyLM"}
     assert "figure1d" not in [p.stem.split("/")[-1][:8] for p in g.targets().figures]  # no PoE+PW 30: no weights
     with pytest.raises(ConfigError, match="unknown model 'lstm'"):
         grid.Grid(section(models=["lstm"])).check()

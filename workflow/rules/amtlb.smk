@@ -130,7 +130,7 @@ rule amtlb_train_transfer:
     benchmark:
         amtlb.TRAIN_TIMINGS["transfer"]
     wildcard_constraints:
-        **AMTLB.wildcards(),
+        **AMTLB.wildcards("transfer"),
     group:
         "amtlb_train"
     conda:

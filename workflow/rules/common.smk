@@ -39,6 +39,34 @@ for key in config:
         )
 
 
+def empty_mappings(data, path=()):
+    """The key paths of the empty mappings in `data`."""
+    for name, value in data.items() if isinstance(data, dict) else ():
+        if value == {}:
+            yield path + (name,)
+        else:
+            yield from empty_mappings(value, path + (name,))
+
+
+# Snakemake merges an override file (--configfile) into config.yaml mapping by mapping, so an empty mapping there
+# keeps config.yaml's entries: `s2b.experiments.seeds: {table4: {}}` would still run Table 4. Refused where the
+# merged config holds entries. (An override that is empty, not a mapping or not YAML never gets here: Snakemake
+# refuses it while reading its options, before the Snakefile runs.)
+from snakemake.common.configfile import load_configfile  # noqa: E402  (Snakemake's reader: what it merged)
+
+for override in workflow.overwrite_configfiles:
+    for path in empty_mappings(load_configfile(override)):
+        merged = config
+        for name in path:
+            merged = merged.get(name) if isinstance(merged, dict) else None
+        if isinstance(merged, dict) and merged:
+            raise WorkflowError(
+                f"config key '{'.'.join(map(str, path))}': {{}} in {override} changes nothing, as Snakemake "
+                "merges an override into config.yaml key by key; set the keys to change, or null where the "
+                "schema allows it (s2b.experiments.seeds.<experiment>: null switches an experiment off)"
+            )
+
+
 def gpu_job_resources(**resources):
     """Slurm resources of a GPU training rule made in a loop (one rule per job, as arith's packs), which the profile's
     set-resources cannot name: the GPU partition from REPROBENCH_GPU_PARTITION (as slurm/config.yaml) and the given

@@ -80,7 +80,7 @@ rule s2b_train:
     benchmark:
         s2b.ZSCT_TIMING
     wildcard_constraints:
-        **S2B.wildcards(),
+        **S2B.wildcards("zsct"),
     group:
         "s2b_train"
     conda:
@@ -116,7 +116,7 @@ rule s2b_train_experiment:
     benchmark:
         s2b.EXPERIMENT_TIMING
     wildcard_constraints:
-        **S2B.wildcards(),
+        **S2B.wildcards("experiment"),
     group:
         "s2b_train"
     conda:

@@ -16,12 +16,13 @@ import re
 
 from reprobench.core.benchmark import Product, Targets
 from reprobench.core.errors import ConfigError
-from reprobench.core.plugins import USER_CLASS, run_id
+from reprobench.core.plugins import USER_CLASS, find_module, run_id
 
 ROOT, LOGS, TIMINGS = "results/amtlb", "logs/amtlb", "benchmarks/amtlb"
 RANDOM = "random"  # the random agent: its fresh runs are the floor of the normalised ratio
 BUILTIN = ("ppo",)  # architectures under test of reprobench.amtlb.api; or a user's 'pkg.module:Class'
 KINDS = ("fresh", "pretrain", "transfer", "generalist")
+MIN_PLAY_FRAMES = 3600  # one minute at 60 Hz: the least an episode may play after its reset (Grid.check)
 
 FRESH_RUN = "experiment=fresh/model={model}/game={game}/seed={seed}"
 PRETRAIN_RUN = "experiment=pretrain/model={model}/fold={fold}/seed={seed}"
@@ -99,18 +100,23 @@ class Grid:
             raise ConfigError("amtlb.architecture", f"unknown architecture '{arch}' (known: {', '.join(BUILTIN)}, "
                               "or a user's class as 'package.module:Class')")
         if arch not in BUILTIN:  # found without importing it (that would cost every plan a torch import); a
-            import importlib.util  # missing method is reported by the job (reprobench.amtlb.api)
-
-            module = arch.partition(":")[0]
-            try:
-                found = importlib.util.find_spec(module) is not None
-            except ImportError:
-                found = False
-            if not found:
-                raise ConfigError("amtlb.architecture", f"cannot find the module '{module}' of '{arch}' on the "
-                                  "Python path")
+            find_module(arch, "amtlb.architecture")  # missing method is reported by the job (reprobench.amtlb.api)
         check_games(self.cfg["games"], "amtlb.games")
         self.parms().check("amtlb")
+        frames, points = self.cfg["frames_per_game"], self.cfg["grid_points"]
+        if points > frames:  # protocol.frame_grid refuses it, but only at aggregate, after every training job
+            raise ConfigError("amtlb.grid_points", f"{points} is larger than amtlb.frames_per_game = {frames}: the "
+                              "grid of C(t) needs distinct frames")
+        atari = self.cfg["atari"]
+        # The cap counts the reset's frames (up to noop_max no-ops and the FIRE frame: atari.AtariSettings,
+        # GameEnvs.step), so a smaller one ends episodes in the reset, return 0. A minute of play (3600 frames at
+        # 60 Hz) after it is the floor we set for an episode to score at all; the ALE standard is 108000 (30 min).
+        least = max(atari["noop_max"], 1) + MIN_PLAY_FRAMES
+        if atari["max_num_frames_per_episode"] < least:
+            raise ConfigError("amtlb.atari.max_num_frames_per_episode", f"{atari['max_num_frames_per_episode']} "
+                              f"leaves no time to play: it counts the reset's up to {max(atari['noop_max'], 1)} "
+                              f"frames, so use at least {least} (one minute of play, {MIN_PLAY_FRAMES} frames, after "
+                              "them; ALE's standard: 108000)")
 
     def expected_curves(self) -> list[str]:
         return self.fresh_curves() + self.fresh_curves(RANDOM) + self.pretrain_curves() + self.transfer_curves() \
@@ -186,8 +192,19 @@ class Grid:
                 "schedule": str(self.cfg["schedule_frames_per_game"]),
                 "weights": weights, "checkpoint_minutes": self.cfg["checkpoint_minutes"]}
 
-    def wildcards(self) -> dict[str, str]:
+    def wildcards(self, kind: str | None = None) -> dict[str, str]:
         """model: the architecture under test's run id only (the random agent's runs have their own rule, whose
-        path names it)."""
-        return {"seed": "[0-9]+", "fold": "[0-9]+", "game": "|".join(sorted(self.cfg["games"], key=len, reverse=True)),
+        path names it); fold: the folds of the partition. For the transfer rule (kind "transfer") the fold also
+        names its test games: a lookahead on the game that follows it in the path (a constraint holds one
+        wildcard), so a fold's training game matches no rule."""
+        folds = self.folds()
+        fold = "|".join(str(f) for f in range(len(folds)))
+        if kind == "transfer":
+            fold = "|".join(f"{f}(?=/game=(?:{_alternatives(games)})/)" for f, games in enumerate(folds))
+        return {"seed": "[0-9]+", "fold": fold, "game": _alternatives(self.cfg["games"]),
                 "model": re.escape(self.model)}
+
+
+def _alternatives(names) -> str:
+    """A regex matching exactly one of `names`, longest first."""
+    return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))

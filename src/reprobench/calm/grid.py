@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import math
 import re
 
-from reprobench.calm import zoo
+from reprobench.calm import corpora, zoo
+from reprobench.calm.stream import Stream
 from reprobench.core.benchmark import Product, Targets
 from reprobench.core.errors import ConfigError
-from reprobench.core.plugins import USER_CLASS, run_id
+from reprobench.core.plugins import USER_CLASS, check_user_class, run_id
 
 SPLITS = {"multilingual": "news", "multidomain": "domain"}  # dataset -> split-folder prefix (corpora.LEVELS)
 RESOURCES = {"synthetic": "resources/calm-synthetic", "download": "resources"}  # by calm.source
+N_CLASSES = {"multilingual": len(corpora.LANGS), "multidomain": len(corpora.DOMAINS)}  # classes of a dataset's stream
+STREAMS = inspect.signature(Stream).parameters["b"].default  # b: runs.py builds every Stream with its default (10)
+USER_METHODS = ("learn", "forward")  # a user's model is a learner (learn) or a language model (forward): runs.py
 
 # Paths; logs/ and benchmarks/ mirror results/.
 ROOT, LOGS, TIMINGS = "results/calm", "logs/calm", "benchmarks/calm"
@@ -72,13 +78,45 @@ class Grid:
 
     # --- the registry's interface (reprobench.benchmarks) -------------------------------------------------------
     def check(self) -> None:
-        for model in self.cfg["models"]:
+        models = self.cfg["models"]
+        for model in models:
             if model not in zoo.ALL_MODELS and not USER_CLASS.match(model):
                 raise ConfigError("calm.models", f"unknown model '{model}' (known: {', '.join(zoo.ALL_MODELS)}, or a "
                                   "user's class as 'package.module:Class')")
+        for spec in self.user_models().values():  # found now, not when its job runs
+            check_user_class(spec, "calm.models", one_of=USER_METHODS, unimplemented=_torch_stub)
+        if set(models) <= {zoo.TRANSFORMER}:  # the Transformer runs on the dev halves only (Appendix C)
+            raise ConfigError("calm.models", f"{models} has no model of Table 1: Tables 1 and 4 would be empty; add "
+                              "one of the paper's models or a user's class")
+        n, window = self.cfg["n_fragments"], self.cfg["window"]
+        chunk = window * STREAMS
         for dataset in self.cfg["datasets"]:
             if not self.cfg["lambdas"].get(dataset):
                 raise ConfigError(f"calm.lambdas.{dataset}", "no lambda given for a dataset in calm.datasets")
+        for dataset in self.cfg["datasets"]:
+            # stream.fragment_lengths: a fragment is a whole number (at least 1) of chunks of window x b tokens, a
+            # draw of at most 0.1 s + 10 s^2 chunks (s = lambda / chunk) rounded. Below one chunk most fragments are
+            # one chunk (all of them below 0.38 chunk), so lambda no longer sets the stream; from one chunk on the
+            # mean fragment is 1.1 to 1.4 lambda (1.1 from the paper's 10 chunks on).
+            short = [lam for lam in self.cfg["lambdas"][dataset] if lam < chunk]
+            if short:
+                raise ConfigError(f"calm.lambdas.{dataset}", f"lambda {short[0]} is below one chunk of calm.window "
+                                  f"x {STREAMS} streams = {chunk} tokens, the shortest fragment, so the stream would "
+                                  f"not depend on it: use lambda >= {chunk} or a smaller calm.window")
+        # metrics.compute_metrics keeps fragments >= n // 2 and needs the last one numbered n - 1: a stream holds
+        # (n // C) x C fragments, so n must be a multiple of the C classes of every dataset. ppl@sw and rec need a
+        # class seen twice in the kept half before its last fragment: n - n // 2 - 1 > C (pigeonhole).
+        counts = [N_CLASSES[d] for d in self.cfg["datasets"]]
+
+        def fits(k):
+            return all(k % c == 0 and k - k // 2 >= c + 2 for c in counts)
+
+        if not fits(n):
+            step = math.lcm(*counts)
+            least = next(k for k in range(step, 100 * step, step) if fits(k))
+            raise ConfigError("calm.n_fragments", f"{n} leaves the metrics empty (NaN): it must be a multiple of the "
+                              f"classes ({' and '.join(f'{c} in {d}' for c, d in zip(counts, self.cfg['datasets']))}) "
+                              f"and large enough that a class returns in the stream's second half: {least} or more")
 
     def expected_curves(self) -> list[str]:
         return [CURVE.format(**run) for run in self.runs()]
@@ -164,3 +202,8 @@ class Grid:
 
     def appendix_d_files(self) -> list[str]:
         return [APPENDIX_D.format(model=run_id(m)) for m in self.cfg["models"]]
+
+
+def _torch_stub(cls: type, name: str) -> bool:
+    """torch.nn.Module gives every module a `forward` that only raises NotImplementedError: not a method of its own."""
+    return name == "forward" and getattr(getattr(cls, name), "__name__", "") == "_forward_unimplemented"

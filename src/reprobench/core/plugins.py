@@ -1,10 +1,12 @@
-"""A user's class named in a config as 'package.module:Class' (calm.models, s2b.zsct.agents): its syntax, its
-path-safe run id and its import."""
+"""A user's class named in a config as 'package.module:Class' (calm.models, s2b.zsct.models, amtlb.architecture):
+its syntax, its path-safe run id, its import, and the plan-time check every benchmark's Grid.check() runs on it."""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
+from collections.abc import Callable, Sequence
 
 from reprobench.core.errors import ConfigError
 
@@ -23,3 +25,42 @@ def load_class(spec: str, key: str):
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
         raise ConfigError(key, f"cannot import the user's class '{spec}' ({exc})") from None
+    except Exception as exc:  # the user's module itself fails on import (a syntax error, a failing statement)
+        raise ConfigError(key, f"importing the module of the user's class '{spec}' failed: "
+                          f"{type(exc).__name__}: {exc}") from None
+
+
+def find_module(spec: str, key: str) -> None:
+    """A ConfigError naming `key` when the module of 'package.module:Class' is not on the Python path; found without
+    importing it (for a plan that must not pay the module's imports)."""
+    module = spec.partition(":")[0]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package that is missing, or not a package
+        found = False
+    if not found:
+        raise ConfigError(key, f"cannot find the module '{module}' of '{spec}' on the Python path")
+
+
+def check_user_class(spec: str, key: str, required: Sequence[str] = (), one_of: Sequence[str] = (),
+                     unimplemented: Callable[[type, str], bool] | None = None) -> type:
+    """The plan-time check of a user's class: it imports, is a class, has a callable of every name in `required` and
+    of at least one name in `one_of`. `unimplemented(cls, name)` may say that an inherited method only raises (torch's
+    nn.Module.forward). Returns the class; raises a ConfigError naming `key`, the class and the missing method."""
+    if not USER_CLASS.match(spec):
+        raise ConfigError(key, f"'{spec}' is not a user's class 'package.module:Class'")
+    cls = load_class(spec, key)
+    if not isinstance(cls, type):
+        raise ConfigError(key, f"'{spec}' is not a class")
+
+    def has(name):
+        return callable(getattr(cls, name, None)) and not (unimplemented and unimplemented(cls, name))
+
+    missing = [name for name in required if not has(name)]
+    if missing:
+        raise ConfigError(key, f"the class '{spec}' lacks the method{'s' * (len(missing) > 1)} "
+                          f"{', '.join(repr(m) for m in missing)} (needed: {', '.join(required)})")
+    if one_of and not any(has(name) for name in one_of):
+        raise ConfigError(key, f"the class '{spec}' has no method {' or '.join(repr(m) for m in one_of)} (it needs "
+                          "one of them)")
+    return cls

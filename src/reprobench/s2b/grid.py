@@ -14,7 +14,7 @@ import re
 
 from reprobench.core.benchmark import Product, Targets
 from reprobench.core.errors import ConfigError
-from reprobench.core.plugins import USER_CLASS, run_id
+from reprobench.core.plugins import USER_CLASS, check_user_class, run_id
 
 ROOT, LOGS, TIMINGS = "results/s2b", "logs/s2b", "benchmarks/s2b"
 SPEAKER_CURVE = f"{ROOT}/curves/experiment=speaker/seed={{seed}}.parquet"  # per episode: the PS's metrics
@@ -49,6 +49,8 @@ EXPERIMENTS = {
 }
 R2D2 = "r2d2"  # Table 2's own listener in s2b.zsct.models; anything else is a user's agent (reprobench.s2b.agents)
 RECALL = "fig5"  # the experiment without a query phase (the recall task)
+AGENT_METHODS = ("act", "observe", "policy")  # what reprobench.s2b.agents.run_agent calls on a user's agent
+PRODUCTS = {"table4": "table4", "fig5": "figure5", "fig6": "figure6"}  # experiment -> the product it alone feeds
 SIZES = ("tiny", "reference")  # tiny: train.small (test-sized networks and replay, 4 actors); reference: the preset
 
 TABLE_FORMATS, FIGURE_FORMATS = (".md", ".csv", ".tex"), (".png", ".pdf")
@@ -97,22 +99,37 @@ class Grid:
 
     # --- the registry's interface (reprobench.benchmarks) -------------------------------------------------------
     def check(self) -> None:
-        d = self.cfg["disentanglement"]
-        for model in self.cfg["zsct"]["models"]:
+        d, z, e = self.cfg["disentanglement"], self.cfg["zsct"], self.cfg["experiments"]
+        for model in z["models"]:
             if model != R2D2 and not USER_CLASS.match(model):
                 raise ConfigError("s2b.zsct.models", f"unknown model '{model}' (known: {R2D2}, or a user's agent "
                                   "class as 'package.module:Class')")
+        for spec in self.user_models().values():  # found now, not when its job runs
+            check_user_class(spec, "s2b.zsct.models", required=AGENT_METHODS)
         for key in ("n_oc", "shots"):
-            if any(v < 1 for v in self.cfg["zsct"][key]):
-                raise ConfigError(f"s2b.zsct.{key}", f"every value must be at least 1, got {self.cfg['zsct'][key]}")
-        for experiment, models in self.cfg["experiments"]["seeds"].items():
+            if any(v < 1 for v in z[key]):
+                raise ConfigError(f"s2b.zsct.{key}", f"every value must be at least 1, got {z[key]}")
+        if z["eval_every"] > z["observations"]:
+            raise ConfigError("s2b.zsct.eval_every", f"{z['eval_every']} is larger than s2b.zsct.observations = "
+                              f"{z['observations']}: the run would be evaluated at its budget only")
+        for experiment, models in e["seeds"].items():
+            if models is None:  # switched off
+                continue
+            if not models:  # reached here only without a config.yaml entry to merge into (schema: minProperties)
+                raise ConfigError(f"s2b.experiments.seeds.{experiment}", "{} runs nothing: write null to switch the "
+                                  "experiment off")
             for key in ("observations", "eval_every"):
-                if models and experiment not in self.cfg["experiments"][key]:
+                if experiment not in e[key]:
                     raise ConfigError(f"s2b.experiments.{key}", f"has no entry for '{experiment}', which has seeds")
             unknown = sorted(set(models) - set(EXPERIMENTS[experiment]))
             if unknown:
                 raise ConfigError(f"s2b.experiments.seeds.{experiment}", f"unknown model(s) {unknown}; known: "
                                   f"{sorted(EXPERIMENTS[experiment])}")
+            every, budget = e["eval_every"][experiment], e["observations"][experiment]
+            if every > budget:
+                raise ConfigError(f"s2b.experiments.eval_every.{experiment}", f"{every} is larger than "
+                                  f"s2b.experiments.observations.{experiment} = {budget}: the run would be evaluated "
+                                  "at its budget only")
         if any(o < 1 for o in d["n_oc"]):
             raise ConfigError("s2b.disentanglement.n_oc", f"every O must be at least 1, got {d['n_oc']}")
         if self.cfg["speaker"]["v_min"] > self.cfg["speaker"]["v_max"]:
@@ -124,7 +141,11 @@ class Grid:
                 + self.experiment_curves(RECALL))
 
     def targets(self) -> Targets:
-        return Targets(tables=list(TABLES.values()), figures=list(FIGURES.values()), comparisons=[COMPARISON])
+        """Every table and figure but those of an experiment switched off (s2b.experiments.seeds.<experiment>:
+        null); Table 1 stays, with its Posdis-Speaker column."""
+        off = {PRODUCTS[x] for x in PRODUCTS if not self.experiment_models(x)}
+        return Targets(tables=[t for k, t in TABLES.items() if k not in off],
+                       figures=[f for k, f in FIGURES.items() if k not in off], comparisons=[COMPARISON])
 
     # --- runs -----------------------------------------------------------------------------------------------------
     def speaker_curves(self) -> list[str]:
@@ -142,17 +163,37 @@ class Grid:
         """{run id: 'package.module:Class'} of the user's agents in s2b.zsct.models."""
         return {run_id(m): m for m in self.cfg["zsct"]["models"] if m != R2D2}
 
+    def experiment_models(self, experiment: str) -> dict[str, int]:
+        """{model: seeds} of an experiment; {} when it is switched off (null) or absent."""
+        return self.cfg["experiments"]["seeds"].get(experiment) or {}
+
     def experiment_curves(self, experiment: str) -> list[str]:
         a = self.cfg["experiments"]
         return [EXPERIMENT_CURVE.format(experiment=experiment, model=m, variant=v, seed=seed)
-                for m, n in a["seeds"].get(experiment, {}).items() for v in a["variants"] for seed in range(n)]
+                for m, n in self.experiment_models(experiment).items() for v in a["variants"] for seed in range(n)]
 
     def zsct_runs(self) -> list[str]:
         """Every run with a query phase (zsct.parquet's): Table 2's, then Table 4's and Figure 6's."""
         return self.zsct_curves() + [c for e in EXPERIMENTS if e != RECALL for c in self.experiment_curves(e)]
 
-    def wildcards(self) -> dict[str, str]:
-        models = {m for e in EXPERIMENTS.values() for m in e} | {R2D2, *self.user_models()}
-        models = [re.escape(m) for m in sorted(models, key=len, reverse=True)]
-        return {"seed": "[0-9]+", "o": "[0-9]+", "s": "[0-9]+", "variant": "faithful|corrected",
-                "experiment": "|".join(EXPERIMENTS), "model": "|".join(models)}
+    def wildcards(self, rule: str | None = None) -> dict[str, str]:
+        """The constraints of a rule's wildcards, as narrow as the config: "zsct" (s2b_train) takes the models of
+        s2b.zsct.models; "experiment" (s2b_train_experiment) an experiment with seeds and one of its models, tied by
+        a lookahead on the model that follows the experiment in the path (a constraint holds one wildcard)."""
+        out = {"seed": "[0-9]+", "o": "[0-9]+", "s": "[0-9]+", "variant": "faithful|corrected"}
+        if rule == "zsct":
+            out["model"] = _alternatives(run_id(m) for m in self.cfg["zsct"]["models"])
+        elif rule == "experiment":
+            planned = {x: self.experiment_models(x) for x in EXPERIMENTS if self.experiment_models(x)}
+            out["experiment"] = "|".join(f"{x}(?=/model=(?:{_alternatives(models)})/)"
+                                         for x, models in planned.items()) or NOTHING
+            out["model"] = _alternatives({m for models in planned.values() for m in models}) or NOTHING
+        return out
+
+
+NOTHING = "(?!)"  # a regex that matches nothing: the constraint of a wildcard no run can take
+
+
+def _alternatives(names) -> str:
+    """A regex matching exactly one of `names`, longest first."""
+    return "|".join(re.escape(n) for n in sorted(set(names), key=len, reverse=True))
