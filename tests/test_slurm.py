@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, results_differences, run_snakemake, snakemake_cmd, tiny, write_config
+from conftest import PLUGINS, ROOT, results_differences, run_snakemake, snakemake_cmd, tiny, write_config
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -230,6 +230,8 @@ def test_cancelled_training_job_is_retried_resumes_from_its_checkpoint_and_outpu
     write_config(tmp_path, checkpoint_often)
     env = dict(os.environ, **SITE)
     env["PATH"] = f"{Path(snakemake_cmd()[0]).parent}{os.pathsep}{env['PATH']}"
+    # the plan imports the config's user classes (calm's tiny_user_lm:TinyLM): on the path, as run_snakemake puts them
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGINS), env.get("PYTHONPATH")) if p)
     with open(tmp_path / "snakemake.log", "w") as out:
         run = subprocess.Popen(snakemake_cmd() + slurm_command(cluster, *ARITH_TARGETS), cwd=tmp_path, env=env,
                                stdout=out, stderr=subprocess.STDOUT, text=True)
