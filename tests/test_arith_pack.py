@@ -145,3 +145,39 @@ def test_cli_names_a_bad_pack_or_dataset_list(tmp_path):
         cmd_train(Args)
     with pytest.raises(ConfigError, match="datasets"):
         cmd_thresholds(Args)
+
+
+def test_a_table_cell_with_its_own_budget_trains_in_its_own_pack():
+    section = _section("config", "shape")
+    section["operations"]["cell_budgets"] = {"add/linear": {"seeds": 100, "iterations": 250_000}}
+    grid = Grid(section)
+    grid.check()
+    packs = grid.packs()
+    # config.yaml: 7 packs, 44 runs; add/linear leaves sub/linear's pack (15,000 iterations) for one of its own
+    # and trains 100 seeds instead of 3: 8 packs, 44 - 3 + 100 runs
+    assert len(packs) == 8 and sum(len(p.members()) for p in packs) == 141
+    own = [p for p in packs if p.iterations == 250_000]
+    assert len(own) == 1 and [(s.operation, s.model) for s in own[0].settings] == [("add", "linear")]
+    assert own[0].seeds == (100,) and own[0].keys()["steps"] == "250001"
+    curves = [path for pack in packs for path in pack.curves()]
+    assert sorted(curves) == sorted(grid.expected_curves())
+    # the aggregate lists the curves from the keys it is passed
+    assert Grid(grid.curve_keys("operations")).curves("operations") == grid.curves("operations")
+    section["operations"]["cell_budgets"] = {"add/nalu": {"seeds": 3, "iterations": 100}}
+    with pytest.raises(ConfigError, match="arith.operations.cell_budgets.add/nalu.iterations"):
+        Grid(section).check()  # below eval_every
+    section["operations"]["cell_budgets"] = {"mul/linear": {"seeds": 3, "iterations": 100_000}}
+    with pytest.raises(ConfigError, match="cell_budgets.mul/linear': names no cell"):
+        Grid(section).check()
+
+
+def test_a_budget_below_the_papers_is_compared_only_where_it_covers_the_published_solve_times():
+    from reprobench.arith.published import budget_reason
+
+    assert budget_reason("operations", "add", "linear", 250_000) == ""  # all 100 published seeds solve by ~6.3e4
+    assert budget_reason("operations", "add", "linear", 15_000).startswith("15,001 steps of the paper's 5,000,001")
+    assert budget_reason("operations", "add", "nac_add", 250_000) != ""  # NAC+ solves at 4.9e5 on average
+    assert budget_reason("operations", "mul", "nalu", 5_000_000) == ""
+    assert budget_reason("input_size", "mul", "nalu", 5_000_000, input_size=150) == \
+        "5,000,001 steps of the paper's 10,000,001: its runs may solve later"
+    assert budget_reason("subset", "mul", "nalu", 5_000_000) == ""

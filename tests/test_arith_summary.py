@@ -83,8 +83,10 @@ def test_sweeps_are_compared_with_the_published_figure_only_for_its_operation(op
     group = {"experiment": "input_size", "model": "nac_mul", "operation": operation, "input_size": 4,
              "hidden_size": 2, "overlap": 0.5, "subset": 0.25, "interpolation": "1_2", "extrapolation": "2_6",
              "variant": "faithful", "n_runs": 2, "scale": "small", "success": 0.5, "success_low": 0.1,
-             "success_high": 0.9}
+             "success_high": 0.9, "iterations": 15000}
     found = [r for r in comparison(pd.DataFrame([group])) if r["result"] == "parameters"]
     assert len(found) == rows
     if rows:
         assert found[0]["row"] == "input_size=4/NAC•"
+        # 15,001 steps: the row says why it cannot be informative
+        assert found[0]["not_informative_because"] == "15,001 steps of the paper's 5,000,001: its runs may solve later"

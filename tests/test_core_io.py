@@ -350,3 +350,28 @@ def test_reproduction_summary_counts_and_explains_every_miss(tmp_path):
             "verdicts); 3 outside: 1 by a documented deviation, 1 not informative, 1 unexplained.") in text
     assert "| operations | faithful | 5 | 1 | 3 | 1 | 1 | 1 | 1 | 1 |" in text
     assert "operations b success (faithful)" in text and "UNEXPLAINED" in text and "documented deviation B5" in text
+
+
+def test_a_miss_that_could_not_have_been_informative_is_the_scales_not_a_deviations(tmp_path):
+    from reprobench.core import reproduction
+
+    I = compare.Interval  # noqa: E741
+    common = dict(benchmark="s2b", result="table1", metric="acc", scale="small", variant="faithful",
+                  published=I(0.3, 0.2, 0.4))
+    rows = [compare.row(row="two seeds", reproduced=I(0.9, 0.85, 0.95), n_runs=2, deviation="S16", **common),
+            compare.row(row="wide", reproduced=I(0.9, 0.5, 1.0), n_runs=10, **common),  # 0.5 wide > 2 x 0.2
+            compare.row(row="short", reproduced=I(0.9, 0.85, 0.95), n_runs=10, comparable=False,
+                        not_comparable_because="1,500 observations per run of the paper's 500,000", **common),
+            compare.row(row="informative", reproduced=I(0.9, 0.85, 0.95), n_runs=10, deviation="S16", **common)]
+    assert [r["not_informative_because"] for r in rows] == [
+        "2 runs, fewer than 5", "our interval (0.5 wide) is over 2 times the published one (0.2)",
+        "1,500 observations per run of the paper's 500,000", ""]
+    path = tmp_path / "results/s2b/comparison.csv"
+    compare.write(rows, str(path))
+    reproduction.write(str(tmp_path / "r.md"), {"s2b": ("Title", "Cite")}, [str(path)])
+    text = (tmp_path / "r.md").read_text()
+    assert "4 outside: 1 by a documented deviation, 3 not informative, 0 unexplained." in text
+    assert ("table1 two seeds acc (faithful): published 0.3 [0.2, 0.4], reproduced 0.9 [0.85, 0.95], 2 runs: not "
+            "informative at this scale: 2 runs, fewer than 5 (deviation S16 also applies)") in text
+    assert "short acc (faithful)" in text and "not informative at this scale: 1,500 observations" in text
+    assert "table1 informative acc (faithful)" in text and ": documented deviation S16" in text

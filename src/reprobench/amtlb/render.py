@@ -181,5 +181,7 @@ def comparison_rows(scores: pd.DataFrame, frames_per_game: int) -> list[dict]:
                 reproduced=Interval(float(ours.mean()), float(ours.min()), float(ours.max())), n_runs=len(ours),
                 scale=curves.scale_label(g), variant="faithful", spread="min-max over seeds",
                 comparable=int(r.frames) == frames_per_game,
+                not_comparable_because=f"{frames_per_game:,} frames per game against the reference's "
+                                       f"{int(r.frames):,}",
                 deviation=compare.deviation(published.DEVIATIONS, "multitask_scores", row, r.measure, "faithful")))
     return rows

@@ -210,16 +210,24 @@ class Grid:
                     out += [replace(base, **{name: cast(v)}) for v in sweeps[name]]
         return out
 
-    def seeds(self, experiment: str) -> list[int]:
-        """Seeds 0 .. N-1 of the experiment's section (operations or sweeps)."""
+    def seeds(self, experiment: str, setting: Setting | None = None) -> list[int]:
+        """Seeds 0 .. N-1 of the experiment's section (operations or sweeps), or of the setting's table cell where
+        operations.cell_budgets gives it its own."""
         section = self.cfg["operations"] if experiment == "operations" else self.cfg["sweeps"]
-        return list(range(int(section["seeds"])))
+        own = self.cell_budget(setting) if setting is not None else None
+        return list(range(int((own or section)["seeds"])))
+
+    def cell_budget(self, setting: Setting) -> dict | None:
+        """A table cell's own {seeds, iterations} (operations.cell_budgets, keyed 'operation/model'), or None."""
+        if setting.experiment != "operations":
+            return None
+        return (self.cfg["operations"].get("cell_budgets") or {}).get(f"{setting.operation}/{setting.model}")
 
     def iterations(self, setting: Setting) -> int:
-        """Optimiser steps minus one (the reference loops over range(iterations + 1)), per experiment; the
-        input-size sweep's large inputs train longer (sweeps.long_iterations)."""
+        """Optimiser steps minus one (the reference loops over range(iterations + 1)), per experiment or table cell
+        (operations.cell_budgets); the input-size sweep's large inputs train longer (sweeps.long_iterations)."""
         if setting.experiment == "operations":
-            return int(self.cfg["operations"]["iterations"])
+            return int((self.cell_budget(setting) or self.cfg["operations"])["iterations"])
         longer = {int(n): int(entry["iterations"]) for entry in self.cfg["sweeps"].get("long_iterations") or []
                   for n in entry["input_sizes"]}
         if setting.experiment == "input_size" and setting.input_size in longer:
@@ -238,7 +246,7 @@ class Grid:
         for s in self.settings():
             key = (s.model, self.iterations(s)) + (() if padded else (s.input_size, s.hidden_size))
             groups.setdefault(key, []).append(s)
-        return [Pack(iterations, tuple(settings), tuple(len(self.seeds(s.experiment)) for s in settings))
+        return [Pack(iterations, tuple(settings), tuple(len(self.seeds(s.experiment, s)) for s in settings))
                 for (_, iterations, *_), settings in groups.items()]
 
     def datasets(self) -> list[dict]:
@@ -255,8 +263,16 @@ class Grid:
         every subset fits its input, ranges are ordered."""
         every = self.cfg["eval_every"]
         sweeps = self.cfg["sweeps"]
+        budgets = self.cfg["operations"].get("cell_budgets") or {}
+        for cell in budgets:
+            operation, _, model = cell.partition("/")
+            if model not in self.cfg["operations"]["cells"].get(operation, []):
+                raise ConfigError(f"arith.operations.cell_budgets.{cell}", "names no cell of arith.operations.cells "
+                                  f"{self.cfg['operations']['cells']}")
         for key, iterations in [("arith.operations.iterations", self.cfg["operations"]["iterations"]),
                                 ("arith.sweeps.iterations", sweeps["iterations"])] + \
+                               [(f"arith.operations.cell_budgets.{c}.iterations", b["iterations"])
+                                for c, b in budgets.items()] + \
                                [(f"arith.sweeps.long_iterations[{i}].iterations", e["iterations"])
                                 for i, e in enumerate(sweeps.get("long_iterations") or [])]:
             if every > iterations:
@@ -282,16 +298,16 @@ class Grid:
 
     def curves(self, experiment: str) -> list[str]:
         """Every curve file of one experiment: each setting's seeds."""
-        return [s.curve_path(seed) for s in self.settings(experiment) for seed in self.seeds(experiment)]
+        return [s.curve_path(seed) for s in self.settings(experiment) for seed in self.seeds(experiment, s)]
 
     def curve_keys(self, experiment: str) -> dict:
         """The part of the section that `curves(experiment)` reads. The aggregate's command passes it as JSON and the
         CLI lists the paths with `Grid(keys).curves(experiment)`: the paths themselves would pass Linux's 128 KiB cap
         on one argument at paper scale (243 KB for input_size)."""
-        section, keys = (("operations", ("cells", "seeds")) if experiment == "operations"
+        section, keys = (("operations", ("cells", "seeds", "cell_budgets")) if experiment == "operations"
                          else ("sweeps", ("models", "operation", "seeds", experiment)))
         return {"dataset": self.cfg["dataset"], "operations": {}, "sweeps": {},
-                section: {k: self.cfg[section][k] for k in keys}}
+                section: {k: self.cfg[section][k] for k in keys if k in self.cfg[section]}}
 
     def expected_curves(self) -> list[str]:
         return [path for experiment in EXPERIMENTS for path in self.curves(experiment)]

@@ -171,8 +171,10 @@ def comparison(groups: pd.DataFrame) -> list[dict]:
     for _, p in published.operations_table().iterrows():
         for _, r in ops[(ops["operation"] == p["operation"]) & (ops["model"] == p["model"])].iterrows():
             label = f"{p['operation']}/{MODELS[p['model']]}"
+            short = published.budget_reason("operations", p["operation"], p["model"], int(r["iterations"]))
             common = {"benchmark": "arith", "result": "operations", "row": label, "n_runs": int(r["n_runs"]),
-                      "scale": r["scale"], "variant": r["variant"]}
+                      "scale": r["scale"], "variant": r["variant"], "comparable": not short,
+                      "not_comparable_because": short}
 
             def known(metric, label=label, variant=r["variant"]):
                 return compare.deviation(published.DEVIATIONS, "operations", label, metric, variant)
@@ -201,7 +203,10 @@ def comparison(groups: pd.DataFrame) -> list[dict]:
         spread = stats.wilson(round(p["success_rate"] * published.FIGURE_SEEDS), published.FIGURE_SEEDS)
         for _, r in match.iterrows():
             label = f"{p['experiment']}={p['value']}/{MODELS[p['model']]}"
+            short = published.budget_reason(p["experiment"], r["operation"], p["model"], int(r["iterations"]),
+                                            int(r["input_size"]))
             rows.append(compare.row(benchmark="arith", result="parameters", row=label, metric="success",
+                                    comparable=not short, not_comparable_because=short,
                                     published=Interval(p["success_rate"]),
                                     reproduced=Interval(*r[list(METRIC_COLUMNS["success"])]), n_runs=int(r["n_runs"]),
                                     scale=r["scale"], variant=r["variant"],

@@ -11,7 +11,7 @@ from reprobench.core.atomic import write_text
 
 COLUMNS = ["benchmark", "result", "row", "metric", "published", "published_low", "published_high", "reproduced",
            "reproduced_low", "reproduced_high", "n_runs", "scale", "variant", "within", "criterion", "informative",
-           "deviation"]
+           "not_informative_because", "deviation"]
 INFORMATIVE_RATIO = 2.0  # a verdict counts when our spread is at most this many times the published one
 MIN_RUNS = 5  # and rests on at least this many runs (a std of 2 runs says nothing)
 
@@ -64,28 +64,45 @@ def informative(verdict, published: Interval, reproduced: Interval, n_runs: int,
     than INFORMATIVE_RATIO times the published spread (`published_width` where the paper gives a value only, e.g.
     the width of its own 95% interval at its number of seeds). With 2 seeds a Wilson interval of [0, 0.66]
     contains almost anything: such a 'within' says nothing about the paper."""
-    if verdict is None or n_runs < MIN_RUNS or not _finite(reproduced.low, reproduced.high):
-        return False
+    return not_informative_because(verdict, published, reproduced, n_runs, published_width) == ""
+
+
+def not_informative_because(verdict, published: Interval, reproduced: Interval, n_runs: int,
+                            published_width: float | None = None) -> str:
+    """Why a verdict could not have failed ("" where it could: `informative`), the first reason that applies."""
+    if verdict is None:
+        return "no verdict"
+    if n_runs < MIN_RUNS:
+        return f"{n_runs} run{'s' * (n_runs != 1)}, fewer than {MIN_RUNS}"
+    if not _finite(reproduced.low, reproduced.high):
+        return "no reproduced spread"
     if published_width is None:
         if not _finite(published.low, published.high):
-            return False
+            return "no published spread"
         published_width = published.high - published.low
-    return bool(reproduced.high - reproduced.low <= INFORMATIVE_RATIO * published_width + 1e-12)
+    ours = reproduced.high - reproduced.low
+    if ours > INFORMATIVE_RATIO * published_width + 1e-12:
+        return (f"our interval ({ours:.3g} wide) is over {INFORMATIVE_RATIO:g} times the published one "
+                f"({published_width:.3g})")
+    return ""
 
 
 def row(*, benchmark: str, result: str, row: str, metric: str, published: Interval, reproduced: Interval,
         n_runs: int, scale: str, variant: str, tolerance: float = 0.0, spread: str = "95% intervals",
-        published_width: float | None = None, comparable: bool = True, deviation: str = "") -> dict:
+        published_width: float | None = None, comparable: bool = True, not_comparable_because: str = "",
+        deviation: str = "") -> dict:
     """One comparison row; `result` names the table or figure, `row` the entry within it. `comparable=False`
-    (e.g. a synthetic stand-in for the paper's data) makes the row uninformative whatever the intervals;
-    `deviation` names the documented deviation (docs/DEVIATIONS.md) expected to move this number."""
+    (e.g. a synthetic stand-in for the paper's data, a budget far below the paper's) makes the row uninformative
+    whatever the intervals, for the reason `not_comparable_because` gives; `deviation` names the documented
+    deviation (docs/DEVIATIONS.md) expected to move this number."""
     verdict, criterion = within(published, reproduced, tolerance, spread)
+    why = (not_comparable_because or "not comparable at this scale") if not comparable else \
+        not_informative_because(verdict, published, reproduced, n_runs, published_width)
     return {"benchmark": benchmark, "result": result, "row": row, "metric": metric, "published": published.value,
             "published_low": published.low, "published_high": published.high, "reproduced": reproduced.value,
             "reproduced_low": reproduced.low, "reproduced_high": reproduced.high, "n_runs": n_runs, "scale": scale,
-            "variant": variant, "within": verdict, "criterion": criterion,
-            "informative": comparable and informative(verdict, published, reproduced, n_runs, published_width),
-            "deviation": deviation}
+            "variant": variant, "within": verdict, "criterion": criterion, "informative": why == "",
+            "not_informative_because": why, "deviation": deviation}
 
 
 def write(rows: list[dict], path: str) -> pd.DataFrame:

@@ -2,8 +2,9 @@
 
 Per paper and per published table or figure: how many published numbers were compared, how many fall within the
 published spread, how many of those verdicts could have failed (`informative`: core.compare.informative), and
-every miss with its reason: a documented deviation (docs/DEVIATIONS.md), a verdict that could not have been
-reached either way at this scale (too few seeds, short training, stand-in data), or unexplained.
+every miss with its reason: a verdict that could not have been reached either way at this scale (too few seeds,
+short training, stand-in data: the row's `not_informative_because`, whatever deviation may also touch it), a
+documented deviation (docs/DEVIATIONS.md) where the verdict was informative, or unexplained.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ def counts(g) -> dict:
     informative = g["informative"].astype("string") == "True"
     within, outside = verdict == "True", verdict == "False"
     explained = g["deviation"].fillna("").astype(str) != ""
+    # an uninformative miss is the scale's, never blamed on a deviation: it could not have been within either way
     return {"compared": len(g), "within": int(within.sum()), "informative": int(informative.sum()),
             "informative_within": int((informative & within).sum()), "outside": int(outside.sum()),
-            "miss_deviation": int((outside & explained).sum()),
-            "miss_uninformative": int((outside & ~explained & ~informative).sum()),
+            "miss_deviation": int((outside & explained & informative).sum()),
+            "miss_uninformative": int((outside & ~informative).sum()),
             "miss_unexplained": int((outside & ~explained & informative).sum()),
             "no_verdict": int(verdict.isna().sum())}
 
@@ -49,9 +51,13 @@ def misses(frame) -> list[str]:
     lines = []
     for r in out.itertuples():
         deviation = "" if str(r.deviation) in ("", "nan") else str(r.deviation)
-        reason = (f"documented deviation {deviation}" if deviation else
-                  "not informative at this scale (too few runs or too wide an interval)"
-                  if str(r.informative) != "True" else "UNEXPLAINED")
+        if str(r.informative) != "True":
+            why = getattr(r, "not_informative_because", "")
+            why = "too few runs or too wide an interval" if str(why) in ("", "nan") else str(why)
+            reason = f"not informative at this scale: {why}" + (f" (deviation {deviation} also applies)"
+                                                                if deviation else "")
+        else:
+            reason = f"documented deviation {deviation}" if deviation else "UNEXPLAINED"
         lines.append(f"- {r.result} {r.row} {r.metric} ({r.variant}): published {r.published:.4g} "
                      f"[{r.published_low:.4g}, {r.published_high:.4g}], reproduced {r.reproduced:.4g} "
                      f"[{r.reproduced_low:.4g}, {r.reproduced_high:.4g}], {r.n_runs} runs: {reason}")

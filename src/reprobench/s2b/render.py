@@ -394,15 +394,17 @@ def comparison_rows(probes_frame: pd.DataFrame, zsct: pd.DataFrame | None = None
                 p = pub[(pub["table"] == result) & (pub["setting"] == setting)]
                 if not len(p):
                     continue
+                short = published.budget_reason(result, zsct[zsct["experiment"] == experiment]["observations"])
                 rows.append(compare.row(
                     benchmark="s2b", result=result, row=row, metric="acc_zsct",
                     published=Interval.mean_std(float(p["mean"].iloc[0]), float(p["std"].iloc[0])),
                     reproduced=Interval.mean_std(r.mean, r.std), n_runs=int(r.n_seeds),
                     scale=curves.scale_label(zsct[zsct["experiment"] == experiment]), variant=r.variant,
-                    spread="mean ± std ranges",
+                    spread="mean ± std ranges", comparable=not short, not_comparable_because=short,
                     deviation=compare.deviation(published.DEVIATIONS, result, row, "acc_zsct", r.variant)))
     if zsct is not None and len(zsct[zsct["experiment"] == "table1"]):
         runs = zsct[zsct["experiment"] == "table1"]
+        short = published.budget_reason("table1", runs["observations"])
         for r in _table1_stats(zsct).itertuples():
             pub_metric, setting = TABLE1_MEASURES[r.metric], f"S={r.S}"
             paper = published.tables()
@@ -413,7 +415,7 @@ def comparison_rows(probes_frame: pd.DataFrame, zsct: pd.DataFrame | None = None
                 benchmark="s2b", result="table1", row=setting, metric=pub_metric,
                 published=Interval.mean_std(float(p["mean"].iloc[0]), float(p["std"].iloc[0])),
                 reproduced=Interval.mean_std(r.mean, r.std), n_runs=int(r.n_seeds), scale=curves.scale_label(runs),
-                variant=r.variant, spread="mean ± std ranges",
+                variant=r.variant, spread="mean ± std ranges", comparable=not short, not_comparable_because=short,
                 deviation=compare.deviation(published.DEVIATIONS, "table1", setting, pub_metric, r.variant)))
     scale = curves.scale_label(probes_frame) if len(probes_frame) else ""
     speaker = probes_frame[probes_frame["experiment"] == "speaker"]
@@ -421,12 +423,14 @@ def comparison_rows(probes_frame: pd.DataFrame, zsct: pd.DataFrame | None = None
         s = speaker[speaker["metric"] == metric]
         if not len(s):
             continue
-        # the paper's number is one episode's draw: is it inside the range of single episodes?
+        # the paper's number is one episode's draw: is it inside the range of single episodes? Its own spread is
+        # that of one draw, the range itself, so the verdict is informative once enough episodes give the range
         reproduced = Interval(100 * s["value"].mean(), 100 * s["low"].min(), 100 * s["high"].max())
         rows.append(compare.row(
             benchmark="s2b", result="table1", row="PS", metric=metric,
             published=Interval(_paper("table1", metric, "PS")), reproduced=reproduced, n_runs=int(s["n"].sum()),
             scale=scale, variant="faithful", spread="95% range of single episodes",
+            published_width=reproduced.high - reproduced.low,
             deviation=compare.deviation(published.DEVIATIONS, "table1", "PS", metric, "faithful")))
     for r in _d2_rows(probes_frame):
         setting = "O=1" if r["O"] == 1 else "d=5"

@@ -290,6 +290,7 @@ def imdb_comparison(runs: pd.DataFrame) -> list[dict]:
                                        reproduced=Interval.mean_std(g[metric_name].mean(), g[metric_name].std(ddof=0)),
                                        n_runs=len(g), scale=scale, variant=variant, spread="mean ± std ranges",
                                        comparable=not runs["synthetic"].any(),  # a stand-in says nothing of IMDB
+                                       not_comparable_because="the synthetic IMDB stand-in, not the paper's corpus",
                                        deviation=compare.deviation(published.DEVIATIONS, "table2", DISPLAY[p.model],
                                                                    metric_name, variant)))
     return out
