@@ -171,28 +171,30 @@ def comparison(groups: pd.DataFrame) -> list[dict]:
     for _, p in published.operations_table().iterrows():
         for _, r in ops[(ops["operation"] == p["operation"]) & (ops["model"] == p["model"])].iterrows():
             label = f"{p['operation']}/{MODELS[p['model']]}"
-            short = published.budget_reason("operations", p["operation"], p["model"], int(r["iterations"]))
             common = {"benchmark": "arith", "result": "operations", "row": label, "n_runs": int(r["n_runs"]),
-                      "scale": r["scale"], "variant": r["variant"], "comparable": not short,
-                      "not_comparable_because": short}
+                      "scale": r["scale"], "variant": r["variant"]}
 
-            def known(metric, label=label, variant=r["variant"]):
-                return compare.deviation(published.DEVIATIONS, "operations", label, metric, variant)
+            def known(metric, label=label, variant=r["variant"], p=p, r=r):
+                """The row's documented deviation, and whether its budget allows the comparison (and why not)."""
+                short = published.budget_reason("operations", p["operation"], p["model"], int(r["iterations"]),
+                                                metric=metric)
+                return {"deviation": compare.deviation(published.DEVIATIONS, "operations", label, metric, variant),
+                        "comparable": not short, "not_comparable_because": short}
 
             success = p["success_pct"] / 100
             rows.append(compare.row(metric="success", published=Interval(success, success - p["success_minus"] / 100,
                                                                          success + p["success_plus"] / 100),
                                     reproduced=Interval(*r[list(METRIC_COLUMNS["success"])]),
-                                    deviation=known("success"), **common))
+                                    **known("success"), **common))
             rows.append(compare.row(metric="solved_at_median", published=Interval(p["solved_at_median"]),
-                                    reproduced=Interval(r["solved_at_median"]), deviation=known("solved_at_median"),
+                                    reproduced=Interval(r["solved_at_median"]), **known("solved_at_median"),
                                     **common))
             for metric, plus, minus in (("solved_at_mean", "solved_at_plus", "solved_at_minus"),
                                         ("sparsity_error", "sparsity_plus", "sparsity_minus")):
                 rows.append(compare.row(metric=metric, published=Interval(p[metric], p[metric] - p[minus],
                                                                           p[metric] + p[plus]),
                                         reproduced=Interval(*r[list(METRIC_COLUMNS[metric])]),
-                                        deviation=known(metric), **common))
+                                        **known(metric), **common))
     sweeps = groups[(groups["experiment"] != "operations")
                     & (groups["operation"] == published.FIGURE_OPERATION)].copy()  # published: mul only
     sweeps["key"] = [_sweep_key(r) for _, r in sweeps.iterrows()]  # (apply on no rows makes a frame)
