@@ -89,6 +89,8 @@ BAD = [
     # s2b: sizes past the paper's ranges (MemoryError before)
     ("s2b", lambda c: c["speaker"].update(v_max=10000), ["'s2b.speaker.v_max'", "<= 10", "10000"]),
     ("s2b", lambda c: c["zsct"].update(n_oc=[1, 100000]), ["'s2b.zsct.n_oc[1]'", "<= 16", "100000"]),
+    ("s2b", lambda c: c["disentanglement"].update(n_oc=[4, 1000]), ["'s2b.disentanglement.n_oc[1]'", "<= 16",
+                                                                     "1000"]),
     # s2b: user agents
     ("s2b", lambda c: c["zsct"].update(models=["r2d2", "nosuchpackage.agent:A"]), ["'s2b.zsct.models'",
                                                                                      "nosuchpackage"]),
