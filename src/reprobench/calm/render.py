@@ -309,7 +309,7 @@ def _rounding(value: float) -> float:
     return 0.5 * 10.0**-decimals + 1e-9
 
 
-STAND_IN = "the synthetic stand-in corpora, not the paper's"
+STAND_IN_REASON = "the synthetic stand-in corpora, not the paper's"  # a comparison row's
 
 
 def comparison_rows(runs: pd.DataFrame, weight_curves: dict[str, str] | None = None) -> list[dict]:
@@ -318,7 +318,7 @@ def comparison_rows(runs: pd.DataFrame, weight_curves: dict[str, str] | None = N
     rows = []
     scale = curves.scale_label(runs) if len(runs) else ""
     comparable = not runs["synthetic"].any()
-    stand_in = {"comparable": comparable, "not_comparable_because": STAND_IN}
+    stand_in = {"comparable": comparable, "not_comparable_because": STAND_IN_REASON}
     pub = published.table1()
     for p in pub.itertuples():
         lam = int(p.lam)
@@ -363,5 +363,5 @@ def comparison_rows(runs: pd.DataFrame, weight_curves: dict[str, str] | None = N
                 benchmark="calm", result="figure4", row=f"{dataset}/PoE+PW 30", metric="weight_autocorrelation",
                 published=Interval(float(p.value)), reproduced=Interval(value), n_runs=1, scale=record["scale"],
                 variant=record["variant"], comparable=not record["setting"]["synthetic"],
-                not_comparable_because=STAND_IN))
+                not_comparable_because=STAND_IN_REASON))
     return rows
