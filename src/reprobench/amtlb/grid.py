@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from reprobench.core.benchmark import Product, Targets
+from reprobench.core.benchmark import Product, Targets, alternatives
 from reprobench.core.errors import ConfigError
 from reprobench.core.plugins import USER_CLASS, find_module, run_id
 
@@ -200,11 +200,7 @@ class Grid:
         folds = self.folds()
         fold = "|".join(str(f) for f in range(len(folds)))
         if kind == "transfer":
-            fold = "|".join(f"{f}(?=/game=(?:{_alternatives(games)})/)" for f, games in enumerate(folds))
-        return {"seed": "[0-9]+", "fold": fold, "game": _alternatives(self.cfg["games"]),
+            fold = "|".join(f"{f}(?=/game=(?:{alternatives(games)})/)" for f, games in enumerate(folds))
+        return {"seed": "[0-9]+", "fold": fold, "game": alternatives(self.cfg["games"]),
                 "model": re.escape(self.model)}
 
-
-def _alternatives(names) -> str:
-    """A regex matching exactly one of `names`, longest first."""
-    return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))

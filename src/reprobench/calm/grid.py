@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import re
 
 from reprobench.calm import corpora, zoo
-from reprobench.calm.stream import Stream
+from reprobench.calm.stream import STREAMS
 from reprobench.core.benchmark import Product, Targets
 from reprobench.core.errors import ConfigError
 from reprobench.core.plugins import USER_CLASS, check_user_class, run_id
@@ -16,7 +15,6 @@ from reprobench.core.plugins import USER_CLASS, check_user_class, run_id
 SPLITS = {"multilingual": "news", "multidomain": "domain"}  # dataset -> split-folder prefix (corpora.LEVELS)
 RESOURCES = {"synthetic": "resources/calm-synthetic", "download": "resources"}  # by calm.source
 N_CLASSES = {"multilingual": len(corpora.LANGS), "multidomain": len(corpora.DOMAINS)}  # classes of a dataset's stream
-STREAMS = inspect.signature(Stream).parameters["b"].default  # b: runs.py builds every Stream with its default (10)
 USER_METHODS = ("learn", "forward")  # a user's model is a learner (learn) or a language model (forward): runs.py
 
 # Paths; logs/ and benchmarks/ mirror results/.
@@ -93,7 +91,7 @@ class Grid:
         for dataset in self.cfg["datasets"]:
             if not self.cfg["lambdas"].get(dataset):
                 raise ConfigError(f"calm.lambdas.{dataset}", "no lambda given for a dataset in calm.datasets")
-        for dataset in self.cfg["datasets"]:
+        for dataset in self.cfg["datasets"]:  # after every dataset has lambdas: the missing ones are named first
             # stream.fragment_lengths: a fragment is a whole number (at least 1) of chunks of window x b tokens, a
             # draw of at most 0.1 s + 10 s^2 chunks (s = lambda / chunk) rounded. Below one chunk most fragments are
             # one chunk (all of them below 0.38 chunk), so lambda no longer sets the stream; from one chunk on the

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     import torch
 
 MAX_REPAIRS = 1000  # the reference's cap on order repairs
+STREAMS = 10  # b, the streams read side by side (lifelonglm's --batch-size 10 in every command line)
 
 
 class CorpusTooShortError(ReprobenchError):
@@ -144,7 +145,7 @@ class Stream:
     in draw order}), order (class id of each fragment), fragments (Fragment records in stream order)."""
 
     def __init__(self, classes: Iterable[str] | Mapping[str, object], lam: float, seed: int, n_fragments: int = 100,
-                 b: int = 10, window: int = 100, bptt: int = 20):
+                 b: int = STREAMS, window: int = 100, bptt: int = 20):
         names = list(classes)
         if not names or len(set(names)) != len(names) or not all(isinstance(c, str) and c for c in names):
             raise ValueError(f"classes must be distinct non-empty names, got {names!r}")
@@ -250,7 +251,7 @@ class Stream:
                 np.repeat([f.class_id for f in self.fragments], sizes))
 
 
-def make_stream(tokens: Mapping[str, object], lam: float, seed: int, n_fragments: int = 100, b: int = 10,
+def make_stream(tokens: Mapping[str, object], lam: float, seed: int, n_fragments: int = 100, b: int = STREAMS,
                 window: int = 100, bptt: int = 20) -> Stream:
     """A Stream over {class name: 1-D integer token ids}, classes in sorted-name order."""
     return Stream(tokens, lam, seed, n_fragments=n_fragments, b=b, window=window, bptt=bptt)

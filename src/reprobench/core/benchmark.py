@@ -3,6 +3,7 @@ final outputs."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 
@@ -46,3 +47,9 @@ class Targets:
     def files(self) -> list[str]:
         return [f for product in self.tables + self.figures for f in product.files()] + self.comparisons \
             + self.extras
+
+
+def alternatives(names) -> str:
+    """A wildcard constraint matching exactly one of `names` (escaped, longest first, so that a name that starts
+    another does not match its start)."""
+    return "|".join(re.escape(n) for n in sorted(set(names), key=len, reverse=True))

@@ -10,9 +10,7 @@ SAD, reprobench.s2b.marl), one run per (S, variant, seed) as experiment "table1"
 
 from __future__ import annotations
 
-import re
-
-from reprobench.core.benchmark import Product, Targets
+from reprobench.core.benchmark import Product, Targets, alternatives
 from reprobench.core.errors import ConfigError
 from reprobench.core.plugins import USER_CLASS, check_user_class, run_id
 
@@ -182,18 +180,13 @@ class Grid:
         a lookahead on the model that follows the experiment in the path (a constraint holds one wildcard)."""
         out = {"seed": "[0-9]+", "o": "[0-9]+", "s": "[0-9]+", "variant": "faithful|corrected"}
         if rule == "zsct":
-            out["model"] = _alternatives(run_id(m) for m in self.cfg["zsct"]["models"])
+            out["model"] = alternatives(run_id(m) for m in self.cfg["zsct"]["models"])
         elif rule == "experiment":
             planned = {x: self.experiment_models(x) for x in EXPERIMENTS if self.experiment_models(x)}
-            out["experiment"] = "|".join(f"{x}(?=/model=(?:{_alternatives(models)})/)"
+            out["experiment"] = "|".join(f"{x}(?=/model=(?:{alternatives(models)})/)"
                                          for x, models in planned.items()) or NOTHING
-            out["model"] = _alternatives({m for models in planned.values() for m in models}) or NOTHING
+            out["model"] = alternatives({m for models in planned.values() for m in models}) or NOTHING
         return out
 
 
 NOTHING = "(?!)"  # a regex that matches nothing: the constraint of a wildcard no run can take
-
-
-def _alternatives(names) -> str:
-    """A regex matching exactly one of `names`, longest first."""
-    return "|".join(re.escape(n) for n in sorted(set(names), key=len, reverse=True))
