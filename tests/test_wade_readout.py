@@ -53,3 +53,17 @@ def test_float32_scoring_agrees_with_float64():
     a = readout.fit_and_score(xtr, ytr, xte, yte, [0, 1, 2], score_dtype=torch.float64)
     b = readout.fit_and_score(xtr, ytr, xte, yte, [0, 1, 2], score_dtype=torch.float32)
     assert (a - b).abs().max() <= 0.01  # at most one borderline test item of 100 flips
+
+
+def test_log_dloss_is_sklearn_logs_with_its_shortcuts():
+    """sklearn < 1.3's Log.dloss (the reference's `loss="log"`), worked by hand: -y / (exp(y p) + 1), but exactly -y
+    below y p = -18 and exp(-y p) * -y above 18."""
+    p = torch.tensor([-5.0, -20.0, 20.0, 0.0], dtype=torch.float64)
+    y = torch.tensor([1.0, 1.0, -1.0, -1.0], dtype=torch.float64)
+    got = readout.log_dloss(p, y).tolist()
+    assert got[0] == -1 / (np.exp(-5.0) + 1)  # -0.99330714907...
+    assert got[1] == -1.0  # the formula would give -1 / (1 + 2.06e-9)
+    assert got[2] == 1.0  # z = -20: -y
+    assert got[3] == 0.5
+    assert readout.log_dloss(torch.tensor([20.0], dtype=torch.float64), torch.tensor([1.0], dtype=torch.float64)) \
+        .item() == -np.exp(-20.0)

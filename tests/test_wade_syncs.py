@@ -26,18 +26,28 @@ def qa():
 
 
 def test_a_reservoir_chunk_makes_no_host_sync(qa):
+    """As on a GPU: the readout scores every test item (`unique` test rows are found on the CPU only)."""
     for model, rules in (("reca", [30, 90, 206]), ("esn", None)):
         train, test, classes, chunks = reservoir.prepare(qa, model, 7, rules, 3)
         fn = chunks[0][1]()
-        reservoir.chunk_curves(train, test, classes, fn)
+        reservoir.chunk_curves(train, test, classes, fn, unique=False)
         with HostSyncs() as syncs:
-            reservoir.chunk_curves(train, test, classes, fn)
+            reservoir.chunk_curves(train, test, classes, fn, unique=False)
         assert syncs.count == 0, syncs.points
+
+
+def test_scoring_unique_test_rows_changes_no_curve(qa):
+    """Rule 0 maps every state to zeros (one distinct feature vector), rule 30 keeps them apart."""
+    train, test, classes, chunks = reservoir.prepare(qa, "reca", 7, [0, 30, 90], 3)
+    fn = chunks[0][1]()
+    assert len(torch.unique(test.features(fn)[0], dim=0)) == 1
+    assert torch.equal(reservoir.chunk_curves(train, test, classes, fn, unique=True),
+                       reservoir.chunk_curves(train, test, classes, fn, unique=False))
 
 
 def test_a_reservoir_run_waits_once_per_chunk_for_its_curves(qa):
     with HostSyncs() as syncs:
-        reservoir.run(qa, "reca", 7, rules=[30, 90, 206], rules_per_chunk=2)
+        reservoir.run(qa, "reca", 7, rules=[30, 90, 206], rules_per_chunk=2, unique=False)
     assert syncs.count == 2 and all(p.startswith("reprobench/wade/reservoir.py:") and p.endswith(" run (cpu)")
                                     for p in syncs.points), syncs.points
 

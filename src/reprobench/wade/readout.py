@@ -2,12 +2,16 @@
 as sklearn's SGDClassifier(loss='log_loss', learning_rate='constant', eta0=1e-3, alpha=1e-3) does it, for
 many reservoirs (CA rules) at once, with the test set scored at every checkpoint in batched matrix products.
 
-Per sample, with p = w.x + b and y in {-1, +1} for each one-vs-rest problem (a single problem, class 1 vs
-class 0, for two classes): dloss = -y / (1 + exp(y p)); w <- (1 - eta alpha) w - eta dloss x; b <- b - eta dloss.
+Per sample, as sklearn's _plain_sgd with its WeightVector (the weights as a scale times a vector, so the L2 shrink
+costs one multiplication), with p = w.x + b and y in {-1, +1} for each one-vs-rest problem (a single problem,
+class 1 vs class 0, for two classes): dloss = sklearn's Log.dloss(p, y) (-y / (1 + exp(y p)), with its branches
+beyond |y p| = 18); scale <- scale (1 - eta alpha); w <- w - eta dloss x; b <- b - eta dloss.
 Features are standardised with the training set's mean and standard deviation (sklearn's StandardScaler:
 population std, 1 where it is 0); the scaling is folded into the weights for scoring, so raw binary features
 never need a float copy. Checkpoints: after the first sample alone, then after every `chunk` samples starting
-again at sample 0 (so sample 0 is seen twice), as the reference's partial_fit calls.
+again at sample 0 (so sample 0 is seen twice), as the reference's partial_fit calls. Test items with the same
+features (a simple rule's reservoir repeats states: 37% of Incremental periodic's items over all 256 rules) are
+scored once and counted per label.
 """
 
 from __future__ import annotations
@@ -39,16 +43,45 @@ def checkpoint_schedule(n_samples: int, chunk: int = 8) -> list[tuple[int, int]]
     return [(0, 1)] + [(s, min(s + chunk, n_samples)) for s in range(0, n_samples, chunk)]
 
 
+def log_dloss(p: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """sklearn's Log.dloss (_sgd_fast.pyx): the derivative of log(1 + exp(-y p)) in p, with its shortcuts."""
+    z = p * y
+    return torch.where(z > 18.0, torch.exp(-z) * -y, torch.where(z < -18.0, -y, -y / (torch.exp(z) + 1.0)))
+
+
+class _TestSet:
+    """One model's test items as feature rows and, per row, how many items carry each class label (items whose
+    label the readout never saw in training count in no column). `unique`: one row per distinct feature vector (its
+    size depends on the data, so a GPU would wait for it: done on the CPU only, where a wait costs nothing)."""
+
+    def __init__(self, features: torch.Tensor, labels: torch.Tensor, classes: torch.Tensor, dtype, unique: bool):
+        hits = (labels[:, None] == classes[None, :]).to(torch.int64)  # (items, classes)
+        if unique:
+            rows, inverse = torch.unique(features, dim=0, return_inverse=True)
+            counts = torch.zeros((len(rows), len(classes)), dtype=torch.int64, device=features.device)
+            counts.index_add_(0, inverse, hits)
+        else:
+            rows, counts = features, hits
+        self.rows = rows.to(dtype)
+        self.counts_by_class = counts.T.contiguous()  # (classes, rows)
+
+    def correct(self, predicted: torch.Tensor) -> torch.Tensor:
+        """predicted (checkpoints, rows): class indices -> correctly classified items per checkpoint."""
+        return self.counts_by_class.gather(0, predicted).sum(-1)
+
+
 def fit_and_score(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor,
                   classes: list[int] | torch.Tensor, lr: float = 1e-3, alpha: float = 1e-3, chunk: int = 8,
-                  score_block: int = 64, dtype=torch.float64, score_dtype=torch.float32) -> torch.Tensor:
+                  score_block: int = 64, dtype=torch.float64, score_dtype=torch.float32,
+                  unique: bool | None = None) -> torch.Tensor:
     """Test accuracy at every checkpoint, (models, checkpoints).
 
     train_x (models, n, features) and test_x (models, m, features): any numeric dtype (binary uint8 is fine);
     train_y (n,), test_y (m,): class labels shared by all models; `classes`: the labels seen in training (a list, or
     a tensor already on the device, which saves an upload: a host sync on a GPU).
     The SGD runs in `dtype`; checkpoints are scored in `score_dtype` (float32 holds 0/1 features exactly; a
-    logit within float32 rounding of 0 may then be classified differently than in float64).
+    logit within float32 rounding of 0 may then be classified differently than in float64). `unique`: score each
+    distinct test feature vector once (default: on the CPU only; _TestSet).
     """
     models, n, features = train_x.shape
     device = train_x.device
@@ -64,37 +97,38 @@ def fit_and_score(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Te
         signs = torch.where(train_y[:, None] == classes_t[None, :], 1.0, -1.0).to(dtype)
     w = torch.zeros((models, problems, features), dtype=dtype, device=device)
     b = torch.zeros((models, problems), dtype=dtype, device=device)
-    shrink = 1.0 - lr * alpha
+    wscale, shrink = 1.0, max(0.0, 1.0 - lr * alpha)
     schedule = checkpoint_schedule(n, chunk)
     accuracies = torch.empty((models, len(schedule)), dtype=torch.float64, device=device)
     block_w, block_b, block_index = [], [], []
-    test_features = test_x.to(score_dtype)  # once, not per block
+    unique = device.type == "cpu" if unique is None else unique
+    tests = [_TestSet(test_x[m], test_y, classes_t, score_dtype, unique) for m in range(models)]
 
     def score():
         # logits of standardised features = (w / scale) . x + (b - (w / scale) . mean)
         ws = torch.stack(block_w, 1) / scale[:, None, None, :]  # (models, k, problems, features)
         bs = torch.stack(block_b, 1) - (ws * mean[:, None, None, :]).sum(-1)
         k, p = ws.shape[1], ws.shape[2]
-        logits = torch.bmm(test_features, ws.reshape(models, k * p, features).transpose(1, 2).to(score_dtype))
-        logits = logits.view(models, -1, k, p).transpose(1, 2) + bs[:, :, None, :].to(score_dtype)
-        if binary:
-            predicted = torch.where(logits[..., 0] > 0, classes_t[1], classes_t[0])
-        else:
-            predicted = classes_t[logits.argmax(-1)]
-        # the block's checkpoints are consecutive: a slice, not a list index (uploaded, a host sync on a GPU)
-        accuracies[:, block_index[0]:block_index[-1] + 1] = (predicted == test_y[None, None, :]).double().mean(-1)
+        ws, bs = ws.to(score_dtype), bs.to(score_dtype)
+        for m, test in enumerate(tests):
+            logits = (test.rows @ ws[m].reshape(k * p, features).T).view(-1, k, p).transpose(0, 1) + bs[m][:, None]
+            predicted = (logits[..., 0] > 0).long() if binary else logits.argmax(-1)  # (k, rows): class indices
+            # the block's checkpoints are consecutive: a slice, not a list index (an upload: a host sync on a GPU)
+            accuracies[m, block_index[0]:block_index[-1] + 1] = test.correct(predicted).double() / len(test_y)
         block_w.clear(), block_b.clear(), block_index.clear()
 
     for k, (start, stop) in enumerate(schedule):
         for i in range(start, stop):
             x = (train_x[:, i].to(dtype) - mean) / scale  # (models, features)
-            p = torch.bmm(w, x[:, :, None])[..., 0] + b
-            z = p * signs[i]
-            dloss = -signs[i] / (torch.exp(z) + 1)  # log loss; exact for |z| large as well
-            update = -lr * dloss.clamp(-1e12, 1e12)
-            w = w * shrink + update[..., None] * x[:, None, :]
+            p = torch.bmm(w, x[:, :, None])[..., 0] * wscale + b
+            update = -lr * log_dloss(p, signs[i]).clamp(-1e12, 1e12)
+            wscale *= shrink
+            if wscale < 1e-9:  # sklearn's WeightVector.reset_wscale
+                w.mul_(wscale)
+                wscale = 1.0
+            w.baddbmm_((update / wscale)[..., None], x[:, None, :])
             b = b + update
-        block_w.append(w), block_b.append(b), block_index.append(k)
+        block_w.append(w * wscale), block_b.append(b), block_index.append(k)
         if len(block_w) == score_block:
             score()
     if block_w:

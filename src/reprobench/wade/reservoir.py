@@ -116,15 +116,16 @@ def chunk_curves(train: Items, test: Items, classes: torch.Tensor, feature_fn, *
 
 
 def run(dataset: Dataset, model: str, seed: int, rules: list[int] | None = None, rules_per_chunk: int | None = None,
-        device="cpu", chunk: int = 8, score_block: int = 64, score_dtype=torch.float32) -> dict:
+        device="cpu", chunk: int = 8, score_block: int = 64, score_dtype=torch.float32,
+        unique: bool | None = None) -> dict:
     """{rule (or 'esn'): test-accuracy curve (numpy)} for one seed's data; ReCA evolves `rules_per_chunk` rules
-    at a time (config wade.rules_per_chunk). `score_dtype`: readout.fit_and_score's."""
+    at a time (config wade.rules_per_chunk). `score_dtype`, `unique`: readout.fit_and_score's."""
     train, test, classes, chunks = prepare(dataset, model, seed, rules, rules_per_chunk, device)
     curves = {}
     bar = Progress(sum(len(keys) for keys, _ in chunks), f"{model} task {dataset.task_id} seed {seed}")
     for keys, make in chunks:
         acc = chunk_curves(train, test, classes, make(), chunk=chunk, score_block=score_block,
-                           score_dtype=score_dtype).cpu().numpy()  # the run's only wait on the device
+                           score_dtype=score_dtype, unique=unique).cpu().numpy()  # the run's only wait on the device
         for k, key in enumerate(keys):
             curves[key] = acc[k]
         bar.update(len(keys))

@@ -15,6 +15,7 @@ separate backward passes (padding sits after each sequence; the faithful Transfo
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -42,6 +43,11 @@ class Recurrent(nn.Module):
     def forward(self, tokens: torch.Tensor, padding: torch.Tensor | None = None) -> torch.Tensor:
         x = nn.functional.one_hot(tokens, self.vocab_size).to(self.out.weight.dtype)
         return self.out(self.rnn(x)[0])  # causal: padding after a sequence cannot reach it
+
+    def predict(self, tokens, padding, queries: Queries):
+        """Logits of the supervised items only (evaluation: the output layer where an item is scored)."""
+        x = nn.functional.one_hot(tokens, self.vocab_size).to(self.out.weight.dtype)
+        return self.out(self.rnn(x)[0][queries.rows, queries.positions])
 
 
 class PositionalEncoding(nn.Module):
@@ -78,6 +84,39 @@ class Transformer(nn.Module):
         mask = torch.triu(torch.ones((length, length), dtype=torch.bool, device=tokens.device), 1) \
             if self.causal else None
         return self.out(self.encoder(x, mask=mask, src_key_padding_mask=padding, is_causal=self.causal))
+
+    def predict(self, tokens, padding, queries: Queries):
+        """Logits of the supervised items only, in evaluation (no dropout): the layers before the last over every
+        position; the last one's queries, feed-forward and output only where an item is scored (Basic QA scores one
+        position of ~17; keys and values still cover the sequence), each item attending as in `forward`: to its
+        sequence's tokens (faithful) or to those up to its position (corrected)."""
+        x = self.position(self.embed(tokens) * math.sqrt(self.d_model))
+        batch, length = tokens.shape
+        causal = torch.triu(torch.ones((length, length), dtype=torch.bool, device=tokens.device), 1)
+        *first, last = self.encoder.layers
+        for layer in first:
+            x = layer(x, src_mask=causal if self.causal else None, src_key_padding_mask=padding,
+                      is_causal=self.causal)
+        attention, heads = last.self_attn, last.self_attn.num_heads
+        w_q, w_k, w_v = attention.in_proj_weight.chunk(3)
+        b_q, b_k, b_v = attention.in_proj_bias.chunk(3)
+        slots = queries.grid.shape[1]
+        query = x.gather(1, queries.grid[..., None].expand(-1, -1, self.d_model))  # (batch, slots, d)
+
+        def split(t):  # (batch, n, d) -> (batch, heads, n, d / heads)
+            return t.view(batch, t.shape[1], heads, -1).transpose(1, 2)
+
+        q, k, v = (split(nn.functional.linear(t, w, b))
+                   for t, w, b in ((query, w_q, b_q), (x, w_k, b_k), (x, w_v, b_v)))
+        blocked = padding[:, None, :]  # (batch, 1, keys): every slot of a row sees its sequence's tokens
+        if self.causal:
+            blocked = blocked | causal[queries.grid]  # (batch, slots, keys)
+        mixed = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=~blocked[:, None])
+        y = last.norm1(query + attention.out_proj(mixed.transpose(1, 2).reshape(batch, slots, -1)))
+        y = last.norm2(y + last.linear2(last.activation(last.linear1(y))))
+        if self.encoder.norm is not None:
+            y = self.encoder.norm(y)
+        return self.out(y.reshape(batch * slots, -1)[queries.take])
 
 
 def build(model: str, vocab_size: int, config: str) -> nn.Module:
@@ -120,32 +159,68 @@ class Sequences:
                 [self.positions[self.first[i]:self.first[i + 1]] for i in idx])
 
 
-def _test_groups(dataset: Dataset, device):
-    """Test sequences grouped by length (no padding): (tokens, row index, position) of every supervised item."""
-    groups = {}
-    for i in np.flatnonzero(~dataset.train):
-        groups.setdefault(len(dataset.tokens[i]), []).append(i)
-    out = []
-    for _, idx in sorted(groups.items()):
-        tokens = torch.tensor(np.stack([dataset.tokens[i] for i in idx]), device=device)
-        rows = torch.tensor(np.concatenate([[r] * len(dataset.masks[i]) for r, i in enumerate(idx)]), device=device)
-        positions = torch.tensor(np.concatenate([dataset.masks[i] for i in idx]), device=device)
-        out.append((tokens, rows, positions))
-    return out
+@dataclass
+class Queries:
+    """The supervised items of a padded batch: each item's row and the position whose output predicts it, and the
+    same laid out per row, (rows, most items of a row) positions (padded with 0), with each item's index in it."""
+
+    rows: torch.Tensor
+    positions: torch.Tensor
+    grid: torch.Tensor
+    take: torch.Tensor
+
+    @classmethod
+    def of(cls, masks: list[np.ndarray], device) -> Queries:
+        counts = [len(m) for m in masks]
+        grid = np.zeros((len(masks), max(counts)), dtype=np.int64)
+        for r, m in enumerate(masks):
+            grid[r, : len(m)] = m - 1
+        take = np.concatenate([r * grid.shape[1] + np.arange(c) for r, c in enumerate(counts)])
+        rows = np.repeat(np.arange(len(masks)), counts)
+        index = torch.tensor(np.stack([rows, np.concatenate(masks) - 1, take]), device=device)  # one upload
+        return cls(index[0], index[1], torch.tensor(grid, device=device), index[2])
+
+
+class TestSet:
+    """The test sequences in a few buckets of similar length, each one zero-padded batch (sorted by length, a bucket
+    grows while its padding stays under a quarter of its tokens), with every supervised item's row and position.
+    Padding sits after each sequence and is masked as a key: every item's logits are those of its sequence alone."""
+
+    SLACK = 1.25
+
+    def __init__(self, dataset: Dataset, device):
+        idx = np.flatnonzero(~dataset.train)
+        idx = idx[np.argsort([len(dataset.tokens[i]) for i in idx], kind="stable")]
+        buckets, real = [[]], 0
+        for i in idx:
+            length = len(dataset.tokens[i])
+            if buckets[-1] and (len(buckets[-1]) + 1) * length > self.SLACK * (real + length):
+                buckets.append([])
+                real = 0
+            buckets[-1].append(i)
+            real += length
+        self.buckets = [self._bucket(dataset, b, device) for b in buckets]
+        self.items = sum(len(dataset.masks[i]) for i in idx)
+
+    @staticmethod
+    def _bucket(dataset: Dataset, idx: list[int], device):
+        tokens, padding = _pad([dataset.tokens[i] for i in idx], device)
+        return tokens, padding, Queries.of([dataset.masks[i] for i in idx], device)
+
+    def __len__(self):
+        return len(self.buckets)
 
 
 @torch.no_grad()
-def accuracy(net: nn.Module, groups) -> torch.Tensor:
+def accuracy(net: nn.Module, test: TestSet) -> torch.Tensor:
     """Test accuracy over every supervised test item, a float64 tensor on the device (no host sync)."""
     net.eval()
-    correct, total = 0, 0
-    for tokens, rows, positions in groups:
-        logits = net(tokens)
-        predicted = logits[rows, positions - 1].argmax(-1)
-        correct = correct + (predicted == tokens[rows, positions]).sum()
-        total += len(positions)
+    correct = 0
+    for tokens, padding, queries in test.buckets:
+        predicted = net.predict(tokens, padding, queries).argmax(-1)
+        correct = correct + (predicted == tokens[queries.rows, queries.positions + 1]).sum()
     net.train()
-    return correct.double() / total  # as Python's int / int: both exact in float64, one rounding
+    return correct.double() / test.items  # as Python's int / int: both exact in float64, one rounding
 
 
 def train_step(net: nn.Module, opt: torch.optim.Optimizer, tokens: torch.Tensor, padding: torch.Tensor,
@@ -177,7 +252,7 @@ class Training:
         self.order = np.concatenate([rng.permutation(train_idx) for _ in range(epochs)])
         self.steps = len(self.order) // BATCH
         self.data, self.rows = Sequences(dataset, device), torch.tensor(self.order, device=device)
-        self.groups = _test_groups(dataset, device)
+        self.test = TestSet(dataset, device)
         self.curve = torch.empty(self.steps, dtype=torch.float64, device=device)  # read back once, at the end
 
     def step(self, k: int) -> torch.Tensor:
@@ -185,7 +260,7 @@ class Training:
         step's loss. No host sync."""
         batch = slice(k * BATCH, (k + 1) * BATCH)
         loss = train_step(self.net, self.opt, *self.data.batch(self.order[batch], self.rows[batch]))
-        self.curve[k] = accuracy(self.net, self.groups)
+        self.curve[k] = accuracy(self.net, self.test)
         return loss
 
 
