@@ -368,9 +368,14 @@ def test_a_miss_that_could_not_have_been_informative_is_the_scales_not_a_deviati
         "1,500 observations per run of the paper's 500,000", ""]
     path = tmp_path / "results/s2b/comparison.csv"
     compare.write(rows, str(path))
-    reproduction.write(str(tmp_path / "r.md"), {"s2b": ("Title", "Cite")}, [str(path)])
+    reproduction.write(str(tmp_path / "r.md"), {"s2b": ("Title", "Cite", "the agents at full size")}, [str(path)])
     text = (tmp_path / "r.md").read_text()
     assert "4 outside: 1 by a documented deviation, 3 not informative, 0 unexplained." in text
+    assert "Nothing here is informative" not in text  # one verdict could have failed
+    compare.write(rows[:3], str(path))
+    reproduction.write(str(tmp_path / "r.md"), {"s2b": ("Title", "Cite", "the agents at full size")}, [str(path)])
+    assert ("**Nothing here is informative at this scale**: no verdict could have failed (each miss below says why). "
+            "What would make them informative: the agents at full size.") in (tmp_path / "r.md").read_text()
     assert ("table1 two seeds acc (faithful): published 0.3 [0.2, 0.4], reproduced 0.9 [0.85, 0.95], 2 runs: not "
             "informative at this scale: 2 runs, fewer than 5 (deviation S16 also applies)") in text
     assert "short acc (faithful)" in text and "not informative at this scale: 1,500 observations" in text

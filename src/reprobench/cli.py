@@ -41,7 +41,8 @@ def cmd_report(args) -> None:
 def cmd_reproduction(args) -> None:
     from reprobench.core import reproduction
 
-    headings = {key: (benchmarks.paper(key).title, benchmarks.paper(key).citation) for key in benchmarks.KEYS}
+    papers = {key: benchmarks.paper(key) for key in benchmarks.KEYS}
+    headings = {key: (p.title, p.citation, p.full_scale) for key, p in papers.items()}
     reproduction.write(args.out, headings, args.comparisons)
 
 

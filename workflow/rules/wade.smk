@@ -73,6 +73,8 @@ rule wade_train_reservoir:
         wade.RESERVOIR_TIMING
     wildcard_constraints:
         **WADE.wildcards(),
+    # the longest jobs of a cpu run first (Incremental periodic's, about 25 min), so that both cores end together
+    priority: 1
     group:
         "wade_train"
     conda:

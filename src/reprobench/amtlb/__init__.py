@@ -14,4 +14,6 @@ from reprobench.core.benchmark import Paper
 PAPER = Paper(
     key="amtlb", id="amtlb2017", title="Atari Multitask & Transfer Learning Benchmark (AMTLB)",
     citation="Kuhn et al., AI-ON (2017), github.com/AI-ON/Multitask-and-Transfer-Learning (README; no paper)",
+    full_scale="paper.yaml: 59 ALE games x 10M frames in 5 folds (4.72 billion frames, 183 runs): about 17-36 "
+               "GPU-hours, an estimate (README, amtlb speed)",
 )

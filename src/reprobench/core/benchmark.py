@@ -13,6 +13,7 @@ class Paper:
     id: str  # the label written as `paper` into every output file's provenance
     title: str  # the heading of its section in the report
     citation: str  # authors, year, venue
+    full_scale: str = ""  # what makes its comparisons informative where the cpu scale cannot (REPRODUCTION.md)
 
 
 @dataclass(frozen=True)

@@ -14,4 +14,6 @@ from reprobench.core.benchmark import Paper
 PAPER = Paper(
     key="s2b", id="denamganai2023-s2b", title="Meta-Referential Games to Learn Compositional Learning Behaviours",
     citation="Denamganaï, Missaoui & Walker (2023), arXiv (code: github.com/Near32/S2B, Regym, ReferentialGym)",
+    full_scale="the trained R2D2 agents at the reference's sizes (paper.yaml: 32 actors, 0.5-10M observations per run, "
+               "69 runs): about 136 GPU-hours, an estimate (README, s2b speed)",
 )
