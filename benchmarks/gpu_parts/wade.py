@@ -12,7 +12,7 @@
     accuracy after it, as the run does. Unit: sequences.
 
 The paper plan is projected task by task from the measured parts (the CA's time scaled by the task's tokens, the
-readout's by its training items, a sequence model's step by its test length groups), each task's sizes counted from
+readout's by its training items, a sequence model's step by its test length buckets), each task's sizes counted from
 its data at paper.yaml's settings (the first seed).
 """
 
@@ -49,7 +49,7 @@ class Sizes:
         self.samples = self.train_items + 1  # the readout's SGD updates (sample 0 twice)
         self.scored = readout.n_checkpoints(self.train_items) * self.test_items
         self.largest_group = int(max(np.sum(lengths[d.train] == n) * n for n in set(lengths[d.train])))  # tokens
-        self.test_groups = len(set(lengths[~d.train]))
+        self.test_groups = len(sm.TestSet(d, "cpu"))  # the evaluation's length buckets
         self.steps = epochs * int(d.train.sum()) // sm.BATCH  # optimiser steps of a sequence-model run
 
 
@@ -232,12 +232,12 @@ def _sequence(ctx, qa, model: str, config: str, epochs: int, budget: float, note
 
     timing = ctx.rate(step, sm.BATCH, (0.08 if model == "transformer" else 0.04) * budget, warmup=3, min_steps=2)
     row = {"model": model, "setting": f"{model}/{config} on Basic QA: {run.steps} steps of {sm.BATCH} sequences "
-                                      f"(10 epochs), the test set's {len(run.groups)} length groups evaluated after "
+                                      f"(10 epochs), the test set's {len(run.test)} length buckets evaluated after "
                                       "every step; float32", "unit": "sequences",
            **timing, **ctx.peak_memory_mb(), **ctx.syncs(step, 3)}
-    _, eval_s = _timed(ctx, lambda: [sm.accuracy(run.net, run.groups) for _ in range(5)])
+    _, eval_s = _timed(ctx, lambda: [sm.accuracy(run.net, run.test) for _ in range(5)])
     row["step_parts_ms"] = {"train": round(max(timing["step_ms"] - 200 * eval_s, 0.0), 3),
-                            "per test length group": round(200 * eval_s / len(run.groups), 3)}
+                            "per test length bucket": round(200 * eval_s / len(run.test), 3)}
     try:
         row["agreement"] = _sequence_agreement(ctx, qa, model, config, epochs)
     except Exception as exc:  # a failed comparison is reported, the timings stand
@@ -275,9 +275,9 @@ def _sequence_agreement(ctx, qa, model, config, epochs, steps: int = 3) -> dict:
 
 def _sequence_projection(part: dict, sizes: dict, task_ids, seeds: int) -> dict:
     """Two runs per (task, seed) at this model's measured step (the Transformer: faithful and corrected; the LSTM:
-    the LSTM and the RNN): per task, its steps x (the train part + its test length groups x the time per group)."""
+    the LSTM and the RNN): per task, its steps x (the train part + its test length buckets x the time per bucket)."""
     ms = part["step_parts_ms"]
-    seconds = {t: 2 * seeds * sizes[t].steps * (ms["train"] + ms["per test length group"] * sizes[t].test_groups) / 1e3
+    seconds = {t: 2 * seeds * sizes[t].steps * (ms["train"] + ms["per test length bucket"] * sizes[t].test_groups) / 1e3
                for t in task_ids}
     units = 2 * seeds * sm.BATCH * sum(sizes[t].steps for t in task_ids)
     runs = "both Transformer runs (faithful, corrected)" if part["model"] == "transformer" else \
@@ -285,7 +285,7 @@ def _sequence_projection(part: dict, sizes: dict, task_ids, seeds: int) -> dict:
     out = projection(units, units / sum(seconds.values()), SEQUENCE_ESTIMATE,
                      f"{runs}: {len(task_ids)} tasks x {seeds} seeds x floor(10 epochs x training sequences / 8) "
                      f"steps x 8 = {units:.3g} sequences; a step on a task costs the measured train part plus the "
-                     "task's test length groups x the measured time per group (the evaluation after every step runs "
-                     "one forward per group)")
+                     "task's test length buckets x the measured time per bucket (the evaluation after every step runs "
+                     "one forward per bucket)")
     out["per_task_hours"] = {tasks.task_spec(t).name: round(h / 3600, 4) for t, h in seconds.items()}
     return out
