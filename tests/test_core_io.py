@@ -344,8 +344,10 @@ def test_reproduction_summary_counts_and_explains_every_miss(tmp_path):
             compare.row(row="e", published=I(2e6), reproduced=I(3e6), n_runs=10, **common)]
     path = tmp_path / "results/arith/comparison.csv"
     compare.write(rows, str(path))
-    reproduction.write(str(tmp_path / "r.md"), {"arith": ("Title", "Cite")}, [str(path)])
+    reproduction.write(str(tmp_path / "r.md"), {"arith": ("Title", "Cite", "", "Short runs: solve times only.")},
+                       [str(path)])
     text = (tmp_path / "r.md").read_text()
+    assert "\nShort runs: solve times only.\n" in text  # the rows' scale is cpu
     assert ("5 published numbers compared; 1 within the published spread, of which 1 informative (of 3 informative "
             "verdicts); 3 outside: 1 by a documented deviation, 1 not informative, 1 unexplained.") in text
     assert "| operations | faithful | 5 | 1 | 3 | 1 | 1 | 1 | 1 | 1 |" in text

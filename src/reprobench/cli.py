@@ -42,7 +42,7 @@ def cmd_reproduction(args) -> None:
     from reprobench.core import reproduction
 
     papers = {key: benchmarks.paper(key) for key in benchmarks.KEYS}
-    headings = {key: (p.title, p.citation, p.full_scale) for key, p in papers.items()}
+    headings = {key: (p.title, p.citation, p.full_scale, p.scale_note) for key, p in papers.items()}
     reproduction.write(args.out, headings, args.comparisons)
 
 

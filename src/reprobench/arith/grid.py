@@ -11,11 +11,11 @@ import json
 from dataclasses import asdict, dataclass, replace
 
 from reprobench.arith.data import subset_sizes
+from reprobench.arith.paper import MODELS  # noqa: F401  (grid.MODELS: the registry of models)
 from reprobench.arith.thresholds import read as read_thresholds
 from reprobench.core.benchmark import Product, Targets
 from reprobench.core.errors import ConfigError
 
-MODELS = {"nac_add": "NAC+", "nac_mul": "NAC•", "nalu": "NALU", "linear": "Linear"}  # slug -> the paper's name
 SWEEPS = ("input_size", "hidden_size", "overlap", "subset", "range")
 EXPERIMENTS = ("operations",) + SWEEPS
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from reprobench.arith.paper import PAPER_ITERATIONS, PAPER_LONG_ITERATIONS, REDUCED_BUDGETS
 from reprobench.core.published import read_csv
 
 MODEL_SLUGS = {"NAC*": "nac_mul", "NAC+": "nac_add", "NALU": "nalu", "Linear": "linear"}
@@ -32,21 +33,6 @@ DEVIATIONS = [
 ]
 
 
-# The paper's budget, iterations + 1 optimiser steps: 5M for every table cell and sweep point, 10M and 15M for the
-# input-size sweep's sizes 125-200 and 225-300 (stable-nalu's experiment scripts).
-PAPER_ITERATIONS = 5_000_000
-PAPER_LONG_ITERATIONS = {**dict.fromkeys((125, 150, 175, 200), 10_000_000),
-                         **dict.fromkeys((225, 250, 275, 300), 15_000_000)}
-# Table cells whose published solve times a shorter run covers: (operation, model) -> (least iterations, why). Only
-# the solved-at statistics are then the paper's quantities: the first step a run solves does not depend on the run's
-# length once every run solves within it. Success and sparsity do: they are read at the model selected by the lowest
-# validation MSE over the whole run, so a shorter run selects another step (add/Linear at 250,001 steps, 100 seeds:
-# every seed solved, at 4.0e4-1.76e5 steps, but 8 selected an earlier, unsolved step: 92% success, not the paper's
-# 100%). Every other cell run shorter than the paper is not compared.
-REDUCED_BUDGETS = {
-    ("add", "linear"): (250_000, "all 100 published seeds solve, at 6.3e4 steps on average (95% CI 6.0e4-6.55e4, "
-                                 "median 6.1e4): 2.5e5 steps is four times the mean"),
-}
 SOLVE_TIME_METRICS = ("solved_at_mean", "solved_at_median")
 
 

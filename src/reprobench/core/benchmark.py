@@ -14,6 +14,7 @@ class Paper:
     title: str  # the heading of its section in the report
     citation: str  # authors, year, venue
     full_scale: str = ""  # what makes its comparisons informative where the cpu scale cannot (REPRODUCTION.md)
+    scale_note: str = ""  # how runs below the paper's scale are compared (REPRODUCTION.md, at every other scale)
 
 
 @dataclass(frozen=True)

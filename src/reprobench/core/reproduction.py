@@ -65,8 +65,9 @@ def misses(frame) -> list[str]:
 
 
 def write(out: str, headings: dict[str, tuple[str, ...]], comparisons: list[str]) -> None:
-    """`headings`: {key: (title, citation[, what a full-scale run takes])}; the last is said where none of the
-    benchmark's verdicts could have failed at this scale."""
+    """`headings`: {key: (title, citation[, what a full-scale run takes[, how smaller runs are compared]])}: the
+    third is said where none of the benchmark's verdicts could have failed at this scale, the fourth below any
+    scale but the paper's."""
     import pandas as pd
 
     from reprobench.core.report import benchmark_of
@@ -84,7 +85,7 @@ def write(out: str, headings: dict[str, tuple[str, ...]], comparisons: list[str]
               f"{record['libraries'].get('torch')}.", ""]
     for path in comparisons:
         key = benchmark_of(path)
-        title, citation, *full_scale = headings.get(key, (key, ""))
+        title, citation, full_scale, scale_note = (*headings.get(key, (key, "")), "", "")[:4]
         frame = pd.read_csv(path)
         scales = ", ".join(sorted(frame["scale"].astype(str).unique()))
         c = counts(frame)
@@ -93,10 +94,11 @@ def write(out: str, headings: dict[str, tuple[str, ...]], comparisons: list[str]
                   f"{c['informative_within']} informative (of {c['informative']} informative verdicts); "
                   f"{c['outside']} outside: {c['miss_deviation']} by a documented deviation, "
                   f"{c['miss_uninformative']} not informative, {c['miss_unexplained']} unexplained.", ""]
+        if scale_note and set(frame["scale"].astype(str)) != {"paper"}:
+            lines += [scale_note, ""]
         if c["informative"] == 0:
             lines += ["**Nothing here is informative at this scale**: no verdict could have failed (each miss below "
-                      "says why)." + (f" What would make them informative: {full_scale[0]}." if full_scale and
-                                      full_scale[0] else ""), ""]
+                      "says why)." + (f" What would make them informative: {full_scale}." if full_scale else ""), ""]
         lines += summary_table(frame) + [""]
         found = misses(frame)
         lines += (["### Misses", ""] + found + [""]) if found else []
