@@ -117,10 +117,11 @@ rule wade_train_sequence:
         epochs=config["wade"]["epochs"],
         device=config["device"],
         scale=config["scale"],
+        user_models=list(WADE.user_models().values()),
     shell:
         "python -m reprobench wade train-sequence --data {input:q} --seed {wildcards.seed:q} --outputs {output:q} "
-        "--epochs {params.epochs:q} --device {params.device:q} --threads {threads} --scale {params.scale:q} "
-        "2> {log:q}"
+        "--user-models {params.user_models:q} --epochs {params.epochs:q} --device {params.device:q} "
+        "--threads {threads} --scale {params.scale:q} 2> {log:q}"
 
 
 rule wade_train_imdb:
@@ -173,9 +174,11 @@ rule wade_aggregate_synthetic:
     params:
         tasks=config["wade"]["tasks"],
         seeds=WADE.seeds(),
+        user_models=list(WADE.user_models()),
     shell:
         "python -m reprobench wade aggregate-synthetic --tasks {params.tasks:q} --seeds {params.seeds:q} "
-        "--out {output.runs:q} --mean-curves-out {output.mean_curves:q} 2> {log:q}"
+        "--user-models {params.user_models:q} --out {output.runs:q} --mean-curves-out {output.mean_curves:q} "
+        "2> {log:q}"
 
 
 rule wade_aggregate_imdb:
@@ -253,8 +256,10 @@ rule wade_table6:
         ENV
     params:
         caption=wade.TABLES["table6"].caption,
+        user_models=list(WADE.user_models().values()),
     shell:
-        "python -m reprobench wade table6 --data {input:q} --out {output:q} 2> {log:q}"
+        "python -m reprobench wade table6 --data {input:q} --user-models {params.user_models:q} --out {output:q} "
+        "2> {log:q}"
 
 
 rule wade_figure1:

@@ -10,7 +10,7 @@ from reprobench.calm import corpora, zoo
 from reprobench.calm.stream import STREAMS
 from reprobench.core.benchmark import Product, Targets
 from reprobench.core.errors import ConfigError
-from reprobench.core.plugins import USER_CLASS, check_user_class, run_id
+from reprobench.core.plugins import USER_CLASS, check_user_class, run_id, torch_stub
 
 SPLITS = {"multilingual": "news", "multidomain": "domain"}  # dataset -> split-folder prefix (corpora.LEVELS)
 RESOURCES = {"synthetic": "resources/calm-synthetic", "download": "resources"}  # by calm.source
@@ -82,7 +82,7 @@ class Grid:
                 raise ConfigError("calm.models", f"unknown model '{model}' (known: {', '.join(zoo.ALL_MODELS)}, or a "
                                   "user's class as 'package.module:Class')")
         for spec in self.user_models().values():  # found now, not when its job runs
-            check_user_class(spec, "calm.models", one_of=USER_METHODS, unimplemented=_torch_stub)
+            check_user_class(spec, "calm.models", one_of=USER_METHODS, unimplemented=torch_stub)
         if set(models) <= {zoo.TRANSFORMER}:  # the Transformer runs on the dev halves only (Appendix C)
             raise ConfigError("calm.models", f"{models} has no model of Table 1: Tables 1 and 4 would be empty; add "
                               "one of the paper's models or a user's class")
@@ -200,8 +200,3 @@ class Grid:
 
     def appendix_d_files(self) -> list[str]:
         return [APPENDIX_D.format(model=run_id(m)) for m in self.cfg["models"]]
-
-
-def _torch_stub(cls: type, name: str) -> bool:
-    """torch.nn.Module gives every module a `forward` that only raises NotImplementedError: not a method of its own."""
-    return name == "forward" and getattr(getattr(cls, name), "__name__", "") == "_forward_unimplemented"

@@ -42,6 +42,12 @@ def find_module(spec: str, key: str) -> None:
         raise ConfigError(key, f"cannot find the module '{module}' of '{spec}' on the Python path")
 
 
+def torch_stub(cls: type, name: str) -> bool:
+    """torch.nn.Module gives every module a `forward` that only raises NotImplementedError: not a method of its own
+    (check_user_class's `unimplemented` for a torch module)."""
+    return name == "forward" and getattr(getattr(cls, name), "__name__", "") == "_forward_unimplemented"
+
+
 def check_user_class(spec: str, key: str, required: Sequence[str] = (), one_of: Sequence[str] = (),
                      unimplemented: Callable[[type, str], bool] | None = None) -> type:
     """The plan-time check of a user's class: it imports, is a class, has a callable of every name in `required` and

@@ -46,7 +46,9 @@ def register(sub) -> None:
     t.add_argument("--seed", type=int, required=True, help="the dataset's seed (checked against the file)")
     t.add_argument("--outputs", nargs="+", required=True,
                    help="one curve file per run of grid.SEQUENCE_RUNS, in that order (rnn, lstm, transformer "
-                        "faithful, transformer corrected)")
+                        "faithful, transformer corrected), then one per --user-models class")
+    t.add_argument("--user-models", nargs="*", default=[], metavar="PACKAGE.MODULE:CLASS",
+                   help="the user's sequence models (config wade.models), trained after the paper's")
     t.add_argument("--epochs", type=int, required=True)
     add_training_options(t)
     t.set_defaults(func=cmd_train_sequence)
@@ -72,6 +74,8 @@ def register(sub) -> None:
             which.add_argument("--tasks", type=int, nargs="+",
                                help="with --seeds: every curve file of these tasks and seeds (grid.synthetic_curves)")
             t.add_argument("--seeds", type=int, nargs="+", help="with --tasks")
+            t.add_argument("--user-models", nargs="*", default=[], metavar="RUN_ID",
+                           help="with --tasks: the run ids of the user's sequence models (grid.Grid.user_models)")
         else:
             t.add_argument("--curves", nargs="+", required=True)
         t.add_argument("--out", required=True, help="one row per run and variant (Parquet)")
@@ -81,7 +85,7 @@ def register(sub) -> None:
     # One subcommand per table and figure; each reads only the aggregates it needs.
     products = {**TABLES, **FIGURES}
     for name, inputs in (("table2", ("runs",)), ("table4", ("runs", "human-sessions")),
-                         ("table5", ("runs", "mean-curves")), ("table6", ("data",)),
+                         ("table5", ("runs", "mean-curves")), ("table6", ("data", "user-models")),
                          ("figure1", ("runs", "mean-curves")), ("figure2", ("runs", "mean-curves")),
                          ("figure3", ("runs", "mean-curves", "variant"))):
         t = s.add_parser(name, help=f"{products[name].title}: {products[name].stem}.*")
@@ -111,12 +115,13 @@ def _add_inputs(parser, names) -> None:
              "mean-curves": "mean curves from the same aggregate stage (Parquet)",
              "data": "one prepared dataset per task (Table 6)",
              "human-sessions": "recorded sessions for Table 4's Human column (config wade.human_sessions)",
-             "variant": "which WADE convention the legend shows"}
+             "variant": "which WADE convention the legend shows",
+             "user-models": "the user's sequence models, 'package.module:Class' (config wade.models)"}
     for name in names:
         if name == "variant":
             parser.add_argument("--variant", required=True, choices=["faithful", "corrected"], help=helps[name])
-        elif name in ("data", "human-sessions"):
-            parser.add_argument(f"--{name}", nargs="*" if name == "human-sessions" else "+",
+        elif name in ("data", "human-sessions", "user-models"):
+            parser.add_argument(f"--{name}", nargs="+" if name == "data" else "*",
                                 required=name == "data", default=[], help=helps[name])
         else:
             parser.add_argument(f"--{name}", required=True, help=helps[name])
@@ -166,14 +171,15 @@ def cmd_train_reservoir(args) -> None:
 def cmd_train_sequence(args) -> None:
     from reprobench.core.device import choose_device
     from reprobench.core.errors import ConfigError
-    from reprobench.wade.grid import SEQUENCE_RUNS
+    from reprobench.wade.grid import SEQUENCE_RUNS, USER_CONFIG
     from reprobench.wade.runs import run_sequence_model
 
-    if len(args.outputs) != len(SEQUENCE_RUNS):
-        raise ConfigError("outputs", f"{len(args.outputs)} outputs for the {len(SEQUENCE_RUNS)} sequence-model runs")
+    runs = list(SEQUENCE_RUNS) + [(spec, USER_CONFIG) for spec in args.user_models]
+    if len(args.outputs) != len(runs):
+        raise ConfigError("outputs", f"{len(args.outputs)} outputs for the {len(runs)} sequence-model runs")
     device = choose_device(args.device, args.threads)
     d = _dataset(args.data, args.seed)
-    for (model, config), output in zip(SEQUENCE_RUNS, args.outputs):
+    for (model, config), output in zip(runs, args.outputs):
         run_sequence_model(d, model, config, args.epochs, output, args.scale, str(device))
         log(f"task {d.task_id} seed {d.seed}: {model}/{config} done")
 
@@ -208,7 +214,7 @@ def cmd_aggregate_synthetic(args) -> None:
 
     if bool(args.tasks) != bool(args.seeds):
         raise ConfigError("seeds", "--seeds goes with --tasks (or name the --curves)")
-    args.curves = args.curves or synthetic_curves(args.tasks, args.seeds)
+    args.curves = args.curves or synthetic_curves(args.tasks, args.seeds, args.user_models)
     _write_aggregate(args, "synthetic", *aggregate_synthetic(args.curves))
 
 
@@ -226,7 +232,8 @@ def cmd_render(args) -> None:
     stem = output_stem(args.out, args.formats)
     if args.stage == "table6":
         datasets = {d.task_id: d for d in map(tasks.read, args.data)}
-        written = render.table6(datasets, stem, ",".join(sorted({str(read_metadata(p)["scale"]) for p in args.data})))
+        written = render.table6(datasets, stem, ",".join(sorted({str(read_metadata(p)["scale"]) for p in args.data})),
+                                args.user_models)
     else:
         experiment = "imdb" if args.stage in ("table2", "figure2") else "synthetic"
         runs = summary.read(args.runs, experiment)

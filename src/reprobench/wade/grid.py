@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from reprobench.core.benchmark import Product, Targets
+from reprobench.core.benchmark import Product, Targets, alternatives
 from reprobench.core.errors import ConfigError
+from reprobench.core.plugins import check_user_class, run_id, torch_stub
 
 TASK_IDS = tuple(range(1, 11))  # the paper's ten tasks (wade.tasks.TASKS)
 IMDB_MODELS = ("rnn", "lstm", "gru", "transformer", "linear")  # Table 2's models (wade.imdb_models builds them)
 # (model, config) of every trained sequence-model run of one (task, seed): the Transformer's config is its variant
 # (faithful: no causal mask, as released; corrected: a causal mask), RNN and LSTM have one.
 SEQUENCE_RUNS = (("rnn", "default"), ("lstm", "default"), ("transformer", "faithful"), ("transformer", "corrected"))
+USER_CONFIG = "default"  # the config key of a user's sequence model (config wade.models) on the synthetic tasks
+USER_METHODS = ("forward",)  # what a user's sequence model must define (docs/PLUGINS.md, WADE)
 ESN_RUN = ("esn", "default")
 RULE_KEY = "rule"  # the key column of a ReCA curve file: every CA rule of one (task, seed) job shares the file
 
@@ -84,9 +87,17 @@ class Grid:
         """Seeds base_seed .. base_seed + seeds - 1 (the paper: 12305 onwards)."""
         return [self.cfg["base_seed"] + i for i in range(self.cfg["seeds"])]
 
+    def user_models(self) -> dict[str, str]:
+        """{run id: 'package.module:Class'} of the user's sequence models (config wade.models)."""
+        return {run_id(m): m for m in self.cfg.get("models") or []}
+
+    def sequence_runs(self) -> list[tuple[str, str]]:
+        """(model, config) of every trained run of one (task, seed): SEQUENCE_RUNS, then each user's model."""
+        return list(SEQUENCE_RUNS) + [(m, USER_CONFIG) for m in self.user_models()]
+
     def runs(self) -> list[tuple[str, str]]:
         """(model, config) of every synthetic-task run of one (task, seed)."""
-        return [("reca", f"rule{r}") for r in self.rules()] + [ESN_RUN] + list(SEQUENCE_RUNS)
+        return [("reca", f"rule{r}") for r in self.rules()] + [ESN_RUN] + self.sequence_runs()
 
     # --- the registry's interface (reprobench.benchmarks) -------------------------------------------------------
     def check(self) -> None:
@@ -95,6 +106,12 @@ class Grid:
         from reprobench.core.curves import read_metadata
         from reprobench.core.errors import ReprobenchError
         from reprobench.wade import PAPER
+
+        models = self.cfg.get("models") or []
+        if len(set(models)) < len(models):
+            raise ConfigError("wade.models", f"names a class twice: {models}")
+        for spec in models:
+            check_user_class(spec, "wade.models", required=USER_METHODS, unimplemented=torch_stub)
 
         for path in self.cfg.get("human_sessions") or []:
             try:
@@ -116,8 +133,8 @@ class Grid:
     def wildcards(self) -> dict[str, str]:
         """Wildcard constraints of the WADE rules: the values this config can produce."""
         return {"task": "|".join(map(str, TASK_IDS)), "seed": r"[0-9]+",
-                "model": "|".join(sorted({m for m, _ in self.runs()} | set(self.cfg["imdb"]["models"]))),
-                "config": "|".join(sorted({c for _, c in (ESN_RUN, *SEQUENCE_RUNS)}))}
+                "model": alternatives({m for m, _ in self.runs()} | set(self.cfg["imdb"]["models"])),
+                "config": alternatives({c for _, c in (ESN_RUN, *self.sequence_runs())})}
 
     @staticmethod
     def reservoir_outputs() -> dict[str, str]:
@@ -125,13 +142,12 @@ class Grid:
         return {"reca": RECA_CURVE, "esn": CURVE.format(model=ESN_RUN[0], config=ESN_RUN[1], task="{task}",
                                                         seed="{seed}")}
 
-    @staticmethod
-    def sequence_outputs() -> list[str]:
-        """The curve files of one sequence-model job, in SEQUENCE_RUNS order, `{task}` and `{seed}` left open."""
-        return [CURVE.format(model=m, config=c, task="{task}", seed="{seed}") for m, c in SEQUENCE_RUNS]
+    def sequence_outputs(self) -> list[str]:
+        """The curve files of one sequence-model job, in sequence_runs() order, `{task}` and `{seed}` left open."""
+        return [CURVE.format(model=m, config=c, task="{task}", seed="{seed}") for m, c in self.sequence_runs()]
 
     def synthetic_curves(self) -> list[str]:
-        return synthetic_curves(self.cfg["tasks"], self.seeds())
+        return synthetic_curves(self.cfg["tasks"], self.seeds(), self.user_models())
 
     def first_seed_data(self) -> list[str]:
         """One dataset per task (the first seed), for Table 6."""
@@ -146,10 +162,12 @@ class Grid:
         return IMDB_RESOURCES[self.cfg["imdb"]["source"]]
 
 
-def synthetic_curves(tasks, seeds) -> list[str]:
-    """The curve files of the synthetic tasks, per (task, seed): the ReCA file (every rule), the ESN's, and one per
-    sequence-model run in SEQUENCE_RUNS order. The aggregate rebuilds this list from tasks and seeds: at paper scale
-    it is too long for one command line (Linux caps one argument, the shell command, at 128 KiB)."""
+def synthetic_curves(tasks, seeds, user_models=()) -> list[str]:
+    """The curve files of the synthetic tasks, per (task, seed): the ReCA file (every rule), the ESN's, one per
+    sequence-model run in SEQUENCE_RUNS order, then one per user's model (run ids). The aggregate rebuilds this list
+    from tasks, seeds and models: at paper scale it is too long for one command line (Linux caps one argument, the
+    shell command, at 128 KiB)."""
+    runs = (ESN_RUN, *SEQUENCE_RUNS, *((m, USER_CONFIG) for m in user_models))
     return [path for t in tasks for s in seeds
             for path in (RECA_CURVE.format(task=t, seed=s),
-                         *(CURVE.format(model=m, config=c, task=t, seed=s) for m, c in (ESN_RUN, *SEQUENCE_RUNS)))]
+                         *(CURVE.format(model=m, config=c, task=t, seed=s) for m, c in runs))]

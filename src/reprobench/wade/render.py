@@ -9,9 +9,10 @@ import pandas as pd
 
 from reprobench.core import compare, curves, plotting, tables
 from reprobench.core.compare import Interval
+from reprobench.core.plugins import run_id
 from reprobench.wade import metric, published
-from reprobench.wade.grid import IMDB_MODELS, SEQUENCE_RUNS
-from reprobench.wade.summary import DISPLAY, MODEL_ORDER, best_rules, selected
+from reprobench.wade.grid import IMDB_MODELS, SEQUENCE_RUNS, USER_CONFIG
+from reprobench.wade.summary import DISPLAY, MODEL_ORDER, best_rules, display, model_order, selected
 from reprobench.wade.tasks import TASKS
 
 TRAINED_NOTE = ("Periodic has only 52 distinct sequences (41 train / 11 test), not 1200 (960/240). ")
@@ -44,8 +45,10 @@ def _human(sessions: list[str] | None = None) -> dict[int, str]:
 
 def _write_model_table(stem: str, frame: pd.DataFrame, rules: pd.DataFrame, value_label: str, note: str,
                        human: dict | None, bolded: tuple[str, ...]) -> list[str]:
-    """One row per task and variant, a column per model; the best of the `bolded` models in bold."""
-    header = ["Task", "Variant", *[DISPLAY[m] for m in MODEL_ORDER]] + (["Human"] if human else [])
+    """One row per task and variant, a column per model (the paper's, then the user's); the best of the `bolded`
+    models in bold."""
+    order = model_order(frame["model"])
+    header = ["Task", "Variant", *[display(m) for m in order]] + (["Human"] if human else [])
     rows, bold = [], set()
     for task in sorted(frame["task"].unique()):
         for variant in ("faithful", "corrected"):
@@ -54,7 +57,7 @@ def _write_model_table(stem: str, frame: pd.DataFrame, rules: pd.DataFrame, valu
                 continue
             rule = rules[(rules["task"] == task) & (rules["variant"] == variant)]
             cells = []
-            for m in MODEL_ORDER:
+            for m in order:
                 cell = _fmt(part.at[m, "mean"], part.at[m, "std"]) if m in part.index else "—"
                 if m == "reca" and not rule.empty and m in part.index:
                     by_acc, by_wade = rule["rule_by_accuracy"].iloc[0][4:], rule["rule_by_wade"].iloc[0][4:]
@@ -62,10 +65,13 @@ def _write_model_table(stem: str, frame: pd.DataFrame, rules: pd.DataFrame, valu
                 cells.append(cell)
             candidates = [m for m in bolded if m in part.index]
             for i in tables.best([part.at[m, "mean"] for m in candidates]):
-                bold.add((len(rows), 2 + MODEL_ORDER.index(candidates[i])))
+                bold.add((len(rows), 2 + order.index(candidates[i])))
             label = f"{task} {TASKS[task].pretty}" + (" (52 seqs)" if task == 1 else "")
             rows.append([label, variant, *cells] + ([human.get(task, "—")] if human else []))
     data = frame.copy()
+    if len(order) > len(MODEL_ORDER):
+        note += (" Columns marked (yours): the user's models (config wade.models), trained and scored as the RNN is, "
+                 "never bolded.")
     return tables.write_all(stem, header, rows, rows, data, bold, note + f" Values: {value_label}.")
 
 
@@ -104,13 +110,14 @@ def table5(runs: pd.DataFrame, mean_curves: pd.DataFrame, stem: str, scale: str)
                               bolded=("reca", "esn", "rnn", "lstm", "transformer"))
 
 
-def table6(datasets: dict, stem: str, scale: str) -> list[str]:
+def table6(datasets: dict, stem: str, scale: str, user_models: list[str] = ()) -> list[str]:
     """Experimental parameters: per task, the sizes that depend on it, with the paper's parameter formulas next to
-    the parameters the models really have."""
+    the parameters the models really have, and those of each user's model ('package.module:Class')."""
     from reprobench.wade import sequence_models  # torch: only this table builds models
 
     header = ["Task", "V", "Train/test sequences", "ReCA/ESN readout (1800 × classes seen)", "h (RNN, LSTM)",
-              "RNN: paper h²+2hV", "RNN: actual", "LSTM: actual", "Transformer: actual"]
+              "RNN: paper h²+2hV", "RNN: actual", "LSTM: actual", "Transformer: actual",
+              *[f"{display(run_id(m))}: actual" for m in user_models]]
     rows, data = [], []
     for task, d in sorted(datasets.items()):
         v = len(d.vocabulary)
@@ -121,10 +128,13 @@ def table6(datasets: dict, stem: str, scale: str) -> list[str]:
                   for m, c in dict(SEQUENCE_RUNS).items()}
         row = {"task": task, "vocabulary": v, "train": int(d.train.sum()), "test": int((~d.train).sum()),
                "readout": 1800 * (1 if seen == 2 else seen), "hidden": h, "rnn_paper": h * h + 2 * h * v,
-               "rnn": counts["rnn"], "lstm": counts["lstm"], "transformer": counts["transformer"]}
+               "rnn": counts["rnn"], "lstm": counts["lstm"], "transformer": counts["transformer"],
+               **{run_id(m): sequence_models.n_parameters(sequence_models.build(m, v, USER_CONFIG))
+                  for m in user_models}}
         data.append(row)
         rows.append([f"{task} {TASKS[task].pretty}", str(v), f"{row['train']}/{row['test']}", f"{row['readout']:,}",
-                     str(h), f"{row['rnn_paper']:,}", f"{row['rnn']:,}", f"{row['lstm']:,}", f"{row['transformer']:,}"])
+                     str(h), f"{row['rnn_paper']:,}", f"{row['rnn']:,}", f"{row['lstm']:,}", f"{row['transformer']:,}",
+                     *[f"{row[run_id(m)]:,}" for m in user_models]])
     note = (f"Scale: {scale}. Common to all tasks (paper, Table 6): reservoirs 1 pass of SGD (lr 1e-3, weight decay "
             "1e-3, one-vs-rest logistic readout on 1800 features); trained models 10 epochs of Adam (lr 1e-3), "
             "gradients of 8 sequences summed per step; 100 runs per task. The paper's 'batch size 1' holds only for "
@@ -144,7 +154,7 @@ def figure3(runs: pd.DataFrame, mean_curves: pd.DataFrame, stem: str, variant: s
         fig, axes = plt.subplots(5, 2, figsize=(9, 12), sharey=True)
         for ax, task in zip(axes.flat, sorted(TASKS)):
             keep = chosen[chosen["task"] == task][["model", "config"]].drop_duplicates()
-            for m_index, model in enumerate(MODEL_ORDER):
+            for m_index, model in enumerate(model_order(chosen["model"])):
                 configs = keep[keep["model"] == model]["config"]
                 if configs.empty:
                     continue
@@ -152,7 +162,7 @@ def figure3(runs: pd.DataFrame, mean_curves: pd.DataFrame, stem: str, variant: s
                                 (mean_curves["config"] == configs.iloc[0])].sort_values("step")
                 x = np.maximum(c["sequences"].to_numpy(), 1e-1)
                 color = plotting.COLORS[m_index]
-                ax.plot(x, c["mean"], color=color, label=f"{DISPLAY[model]} ({wade.get((task, model), np.nan):.2f})")
+                ax.plot(x, c["mean"], color=color, label=f"{display(model)} ({wade.get((task, model), np.nan):.2f})")
                 ax.fill_between(x, c["mean"] - c["std"], c["mean"] + c["std"], color=color, alpha=0.2, linewidth=0)
             ax.set_xscale("log")
             ax.set_title(f"{task}. {TASKS[task].pretty}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from reprobench.core import curves
+from reprobench.core.plugins import run_id
 from reprobench.core.provenance import Timer
 from reprobench.wade import PAPER, reservoir, sequence_models
 from reprobench.wade.grid import RULE_KEY
@@ -80,12 +81,13 @@ def run_reservoirs(dataset: Dataset, rules: list[int], reca_output: str, esn_out
 
 def run_sequence_model(dataset: Dataset, model: str, config: str, epochs: int, output: str, scale: str,
                        device: str) -> None:
-    """One trained model on one seed's dataset; `config` is the run's config key (grid.SEQUENCE_RUNS)."""
+    """One trained model on one seed's dataset; `config` is the run's config key (grid.SEQUENCE_RUNS); a user's model
+    (config wade.models) is named 'package.module:Class' and written under its run id."""
     seed = dataset.seed
     with Timer() as timer:
         acc = sequence_models.train(dataset, model, seed, config, epochs=epochs, device=device)
     variant = config if model == "transformer" else "all"  # only the Transformer differs by variant
-    write_run(output, dataset, model, config, variant, seed, scale, device,
+    write_run(output, dataset, run_id(model), config, variant, seed, scale, device,
               curve_rows(seed, acc, sequence_progress(len(acc))),
               {"epochs": epochs, "batch": sequence_models.BATCH, "lr": 1e-3,
                "parameters": sequence_models.n_parameters(sequence_models.build(model, len(dataset.vocabulary),

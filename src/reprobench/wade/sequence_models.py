@@ -21,6 +21,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from reprobench.core.errors import ConfigError
+from reprobench.core.plugins import USER_CLASS, load_class
 from reprobench.core.progress import Progress
 from reprobench.wade.grid import SEQUENCE_RUNS
 from reprobench.wade.tasks import Dataset
@@ -121,7 +123,12 @@ class Transformer(nn.Module):
 
 def build(model: str, vocab_size: int, config: str) -> nn.Module:
     """`config`: 'default' for RNN and LSTM; the Transformer's variant, 'faithful' or 'corrected'
-    (grid.SEQUENCE_RUNS)."""
+    (grid.SEQUENCE_RUNS). A user's model (config wade.models, 'package.module:Class'): Class(vocab_size)."""
+    if USER_CLASS.match(model):
+        net = load_class(model, "wade.models")(vocab_size)
+        if not isinstance(net, nn.Module):
+            raise ConfigError("wade.models", f"'{model}' built a {type(net).__name__}, not a torch.nn.Module")
+        return net
     if (model, config) not in SEQUENCE_RUNS:
         raise ValueError(f"unknown sequence-model run {model}/{config} (known: "
                          f"{', '.join(f'{m}/{c}' for m, c in SEQUENCE_RUNS)})")
@@ -217,7 +224,11 @@ def accuracy(net: nn.Module, test: TestSet) -> torch.Tensor:
     net.eval()
     correct = 0
     for tokens, padding, queries in test.buckets:
-        predicted = net.predict(tokens, padding, queries).argmax(-1)
+        if hasattr(net, "predict"):
+            logits = net.predict(tokens, padding, queries)
+        else:  # a user's model: every position's logits, read at the scored items
+            logits = net(tokens, padding)[queries.rows, queries.positions]
+        predicted = logits.argmax(-1)
         correct = correct + (predicted == tokens[queries.rows, queries.positions + 1]).sum()
     net.train()
     return correct.double() / test.items  # as Python's int / int: both exact in float64, one rounding
@@ -245,7 +256,8 @@ class Training:
                  dtype=torch.float32):
         device = torch.device(device)
         torch.manual_seed(seed)
-        self.net = build(model, len(dataset.vocabulary), config).to(device, dtype)
+        self.vocab_size = len(dataset.vocabulary)
+        self.net = build(model, self.vocab_size, config).to(device, dtype)
         self.opt = torch.optim.Adam(self.net.parameters(), lr=1e-3)
         rng = np.random.RandomState(seed)
         train_idx = np.flatnonzero(dataset.train)
@@ -254,6 +266,18 @@ class Training:
         self.data, self.rows = Sequences(dataset, device), torch.tensor(self.order, device=device)
         self.test = TestSet(dataset, device)
         self.curve = torch.empty(self.steps, dtype=torch.float64, device=device)  # read back once, at the end
+
+    def check_output(self, name: str) -> None:
+        """A user's model must return (batch, length, vocabulary) logits for a padded batch: said at its first step
+        rather than as an indexing error deep in the loss."""
+        tokens, padding, _ = self.data.batch(self.order[:BATCH], self.rows[:BATCH])
+        with torch.no_grad():
+            out = self.net(tokens, padding)
+        want = (*tokens.shape, self.vocab_size)
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != want:
+            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ConfigError("wade.models", f"'{name}'.forward(tokens {tuple(tokens.shape)}, padding) returned {got}; "
+                              f"it must return logits of shape (batch, length, vocabulary) = {want}")
 
     def step(self, k: int) -> torch.Tensor:
         """Optimiser step k (sequences 8k .. 8k + 7 of the order), then the test accuracy into curve[k]; returns the
@@ -268,6 +292,8 @@ def train(dataset: Dataset, model: str, seed: int, config: str, epochs: int, dev
           max_steps: int | None = None) -> np.ndarray:
     """Test accuracy after every optimiser step: floor(epochs * n_train / 8) values (or max_steps)."""
     run = Training(dataset, model, seed, config, epochs, device)
+    if USER_CLASS.match(model):
+        run.check_output(model)
     steps = run.steps if max_steps is None else min(max_steps, run.steps)
     bar = Progress(steps, f"{model}/{config} task {dataset.task_id} seed {seed}")
     for k in range(steps):

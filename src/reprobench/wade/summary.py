@@ -31,6 +31,16 @@ DISPLAY = {"reca": "ReCA", "esn": "ESN", "rnn": "RNN", "lstm": "LSTM", "transfor
            "linear": "Linear"}
 
 
+def display(model: str) -> str:
+    """A model's column or legend name: the paper's, or a user's class name (run id 'package.module.Class')."""
+    return DISPLAY.get(model) or f"{model.rsplit('.', 1)[-1]} (yours)"
+
+
+def model_order(models) -> list[str]:
+    """The paper's models (MODEL_ORDER), then any user's models among `models`, sorted."""
+    return list(MODEL_ORDER) + sorted(set(models) - set(MODEL_ORDER))
+
+
 @functools.cache
 def default_items_per_sequence(task_id: int, seed: int = 0) -> float:
     """The reference's unit factor: mean supervised items per sequence of the default-constructed task."""
