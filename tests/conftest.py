@@ -65,13 +65,15 @@ def write_config(workdir, edit):
 
 
 def tiny(config):
-    """The tiny configuration: every rule of arith, WADE (IMDB on its synthetic stand-in; a user's sequence model from
-    tests/plugins beside the paper's) and CALM (with a user's model from tests/plugins next to PoE+PW 30 and the
-    Transformer) and S2B's agent-free parts in a few minutes."""
+    """The tiny configuration: every rule of arith (two user's units from tests/plugins on addition), WADE (IMDB on
+    its synthetic stand-in; a user's sequence model from tests/plugins beside the paper's) and CALM (a user's model
+    from tests/plugins next to PoE+PW 30 and the Transformer) and S2B's agent-free parts in a few minutes."""
     a = config["arith"]
     a.update(eval_every=50, selection_window=4, validation_size=500, test_size=500)
     a["threshold"]["samples"] = 20000
-    a["operations"].update(seeds=2, iterations=1500, cells={"sub": ["nac_add"], "mul": ["nac_mul", "nalu"]})
+    user_units = ["tiny_user_arith:ExactAdd", "tiny_user_arith:Constant"]
+    a["operations"].update(seeds=2, iterations=1500,
+                           cells={"sub": ["nac_add"], "mul": ["nac_mul", "nalu"], "add": user_units})
     a["sweeps"].update(seeds=2, iterations=100, operation="mul", models=["nac_mul", "nalu"], input_size=[4, 10],
                        hidden_size=[2, 3], overlap=[0.5], subset=[0.25], range=a["sweeps"]["range"][:2])
     config["wade"].update(tasks=[1, 5], seeds=2, max_sequences=60, reca_rules=[34, 206], epochs=1,

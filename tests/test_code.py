@@ -66,13 +66,17 @@ def test_every_training_rule_has_slurm_entries():
 
 
 def test_schemas_enumerate_the_packages_constants():
-    from reprobench.arith import data, models
-    from reprobench.arith import grid as arith_grid
+    from reprobench.arith import data, models, paper
+    from reprobench.core.plugins import USER_CLASS
     from reprobench.wade import grid, imdb_models, tasks
 
     arith = schema("arith")["$defs"]
     assert arith["operation"]["enum"] == list(data.OPERATIONS)
-    assert arith["model"]["enum"] == list(arith_grid.MODELS) == list(models.LAYERS)
+    builtin, user = arith["model"]["anyOf"]
+    assert builtin["enum"] == list(paper.MODELS) == list(models.LAYERS)
+    assert user["pattern"] == schema("wade")["properties"]["models"]["items"]["pattern"]
+    for name in ("pkg.mod:Cls", "mod:Cls", "nac_add", "mod.Cls", "a:b:c", "1pkg:Cls", "pkg.mod:Cls.x"):
+        assert bool(re.match(user["pattern"], name)) == bool(USER_CLASS.match(name)), name
     wade = schema("wade")["properties"]
     assert wade["imdb"]["properties"]["models"]["items"]["enum"] == list(imdb_models.MODELS)
     assert wade["imdb"]["properties"]["source"]["enum"] == list(grid.IMDB_RESOURCES)

@@ -125,6 +125,9 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
     (lambda c: c["amtlb"].update(games=["breakout", "pongg"]), ["amtlb.games", "unknown game 'pongg'"]),
     (lambda c: c["amtlb"].update(games=["breakout", "pong"], folds=3), ["amtlb.folds", "3 folds for 2 games"]),
     (lambda c: c["amtlb"].update(architecture="nosuchpackage.mod:Agent"), ["amtlb.architecture", "nosuchpackage"]),
+    (lambda c: c["wade"].update(models=["tiny_user_wade:NoForward"]), ["wade.models", "lacks the method 'forward'"]),
+    (lambda c: c["arith"]["operations"]["cells"].update(add=["tiny_user_arith:NoForward"]),
+     ["arith.operations.cells / arith.sweeps.models", "tiny_user_arith:NoForward", "lacks the method 'forward'"]),
     (lambda c: c.pop("wade"), ["config key 'wade'", "section is missing"]),
     (lambda c: c["arith"].update(eval_every=10**9), ["arith.eval_every", "arith.operations.iterations"]),
     (lambda c: c["arith"]["sweeps"].update(long_iterations=[{"input_sizes": [7], "iterations": 10**6}]),
@@ -172,6 +175,10 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
         assert (results / name).stat().st_size > 0, name
     table = (results / "arith/tables/operations.md").read_text()
     assert "| − | NAC+ | faithful |" in table and "NAC•" in table and "Scale: small" in table
+    # the user's units (tests/plugins/tiny_user_arith.py): the scripted exact sum solves every seed at step 0, the
+    # learned constant none
+    assert "| + | ExactAdd (yours) | faithful | **100% (+0%/−66%)** | **0.0e0** |" in table
+    assert "| + | Constant (yours) | faithful | 0% (+66%/−0%) | — | — | — |" in table
     comparison = pd.read_csv(results / "arith/comparison.csv")
     for column in ("benchmark", "result", "row", "metric", "published", "published_low", "published_high",
                    "reproduced", "reproduced_low", "reproduced_high", "n_runs", "scale", "variant", "within"):
@@ -189,6 +196,8 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
             assert (results / f"wade/figures/{name}.{ext}").stat().st_size > 0
     table4 = (results / "wade/tables/table4_wade.md").read_text()
     assert "| 1 Periodic (52 seqs) | faithful |" in table4 and "| 5 Basic QA | corrected |" in table4
+    assert "| Transformer | TinyGRU (yours) | Human |" in table4  # the user's model (tests/plugins/tiny_user_wade.py)
+    assert "TinyGRU (yours): actual" in (results / "wade/tables/table6_parameters.md").read_text()
     wade_comparison = pd.read_csv(results / "wade/comparison.csv")
     assert {"table4", "table5", "table2"} <= set(wade_comparison["result"]) and (wade_comparison["n_runs"] == 2).all()
     assert "SYNTHETIC STAND-IN, NOT IMDB" in (results / "wade/tables/table2_imdb.md").read_text()

@@ -11,10 +11,11 @@ import json
 from dataclasses import asdict, dataclass, replace
 
 from reprobench.arith.data import subset_sizes
-from reprobench.arith.paper import MODELS  # noqa: F401  (grid.MODELS: the registry of models)
+from reprobench.arith.paper import USER_KEY
 from reprobench.arith.thresholds import read as read_thresholds
 from reprobench.core.benchmark import Product, Targets
 from reprobench.core.errors import ConfigError
+from reprobench.core.plugins import check_user_class, run_id, torch_stub
 
 SWEEPS = ("input_size", "hidden_size", "overlap", "subset", "range")
 EXPERIMENTS = ("operations",) + SWEEPS
@@ -138,9 +139,9 @@ class Pack:
 
     @property
     def rule(self) -> str:
-        """The Snakemake rule name of this pack's job."""
+        """The Snakemake rule name of this pack's job (a user's run id with its dots as underscores)."""
         k = self.keys()
-        return f"arith_train_{k['model']}_n{k['input_size']}_h{k['hidden_size']}_s{k['steps']}"
+        return f"arith_train_{k['model'].replace('.', '_')}_n{k['input_size']}_h{k['hidden_size']}_s{k['steps']}"
 
     def path(self, pattern: str) -> str:
         return pattern.format(**self.keys())
@@ -195,13 +196,13 @@ class Grid:
         out = []
         if experiment in (None, "operations"):
             for operation, models in self.cfg["operations"]["cells"].items():
-                out += [self._default("operations", model, operation) for model in models]
+                out += [self._default("operations", run_id(model), operation) for model in models]
         sweeps = self.cfg["sweeps"]
         for name in SWEEPS:
             if experiment not in (None, name):
                 continue
             for model in sweeps["models"]:
-                base = self._default(name, model, sweeps["operation"])
+                base = self._default(name, run_id(model), sweeps["operation"])
                 if name == "range":
                     out += [replace(base, interpolation=tuple(r["interpolation"]),
                                     extrapolation=tuple(r["extrapolation"])) for r in sweeps["range"]]
@@ -209,6 +210,11 @@ class Grid:
                     cast = int if name in ("input_size", "hidden_size") else float
                     out += [replace(base, **{name: cast(v)}) for v in sweeps[name]]
         return out
+
+    def user_models(self) -> dict[str, str]:
+        """{run id: 'package.module:Class'} of the user's units in the table's cells and the sweeps."""
+        named = [m for ms in self.cfg["operations"]["cells"].values() for m in ms] + list(self.cfg["sweeps"]["models"])
+        return {run_id(m): m for m in named if ":" in m}
 
     def seeds(self, experiment: str, setting: Setting | None = None) -> list[int]:
         """Seeds 0 .. N-1 of the experiment's section (operations or sweeps), or of the setting's table cell where
@@ -263,10 +269,12 @@ class Grid:
         every subset fits its input, ranges are ordered."""
         every = self.cfg["eval_every"]
         sweeps = self.cfg["sweeps"]
+        for spec in self.user_models().values():
+            check_user_class(spec, USER_KEY, required=("forward",), unimplemented=torch_stub)
         budgets = self.cfg["operations"].get("cell_budgets") or {}
         for cell in budgets:
             operation, _, model = cell.partition("/")
-            if model not in self.cfg["operations"]["cells"].get(operation, []):
+            if model not in [run_id(m) for m in self.cfg["operations"]["cells"].get(operation, [])]:
                 raise ConfigError(f"arith.operations.cell_budgets.{cell}", "names no cell of arith.operations.cells "
                                   f"{self.cfg['operations']['cells']}")
         for key, iterations in [("arith.operations.iterations", self.cfg["operations"]["iterations"]),

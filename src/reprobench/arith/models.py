@@ -19,7 +19,7 @@ from reprobench.core.seeding import torch_generator
 
 EPS = 1e-7  # inside log(|z| + eps), in the NAC* wrapper and in NALU
 
-# Model (the slug used in paths and configs; grid.MODELS) -> (layer 1, layer 2)
+# Model (the slug used in paths and configs; paper.MODELS) -> (layer 1, layer 2)
 LAYERS = {
     "nac_add": ("nac", "nac"),
     "nac_mul": ("nac", "nac_mul"),

@@ -2,6 +2,12 @@
 that still cover a table cell's published solve times (the package's PAPER reads them at import)."""
 
 MODELS = {"nac_add": "NAC+", "nac_mul": "NAC•", "nalu": "NALU", "linear": "Linear"}  # slug -> the paper's name
+USER_KEY = "arith.operations.cells / arith.sweeps.models"  # where a user's unit is named (docs/PLUGINS.md, arith)
+
+
+def display(model: str) -> str:
+    """A model's name in tables and legends: the paper's, or a user's class name (run id 'package.module.Class')."""
+    return MODELS.get(model) or f"{model.rsplit('.', 1)[-1]} (yours)"
 
 # The paper's budget, iterations + 1 optimiser steps: 5M for every table cell and sweep point, 10M and 15M for the
 # input-size sweep's sizes 125-200 and 225-300 (stable-nalu's experiment scripts).

@@ -7,9 +7,11 @@ import numpy as np
 import pandas as pd
 
 from reprobench.arith import published
-from reprobench.arith.grid import MODELS, fmt
+from reprobench.arith.grid import fmt
+from reprobench.arith.paper import display
 from reprobench.core import compare, curves, plotting, stats, tables
 from reprobench.core.compare import Interval
+from reprobench.core.plugins import spec_of
 
 OPERATION_SYMBOLS = {"mul": "×", "div": "/", "add": "+", "sub": "−", "squared": "z²", "root": "√z"}
 SWEEP_AXES = [("input_size", "input size"), ("hidden_size", "hidden size"), ("overlap", "overlap ratio"),
@@ -64,7 +66,7 @@ def operations_table(groups: pd.DataFrame, stem: str) -> list[str]:
                 md, tex = _cells(r), _cells(r, tex=True)
                 if variant == "corrected" and md == _cells(faithful.loc[model]):
                     continue  # the variants agree: show one row
-                label = [OPERATION_SYMBOLS.get(op, op), MODELS[model], variant]
+                label = [OPERATION_SYMBOLS.get(op, op), display(model), variant]
                 rows_md.append(label + md)
                 rows_tex.append(label + tex)
                 data.append(r.to_dict() | {"model": model, "variant": variant})
@@ -81,6 +83,9 @@ def operations_table(groups: pd.DataFrame, stem: str) -> list[str]:
             "Solved at: median, and gamma-fit mean with 95% profile CI, over solved runs. Sparsity error: beta-fit "
             "mean with 95% profile CI over solved runs (faithful: the published estimator, about half the mean; "
             "corrected: fixed). Bold: best per operation (faithful rows). See docs/DEVIATIONS.md.")
+    if len(groups) and groups["model"].map(spec_of).notna().any():
+        note += (" Rows marked (yours): a user's unit (docs/PLUGINS.md), trained, selected and scored as the paper's "
+                 "models; its sparsity error is — where the unit exposes no weights().")
     return tables.write_all(stem, header, rows_md, rows_tex, pd.DataFrame(data), bold, note)
 
 
@@ -127,11 +132,11 @@ def parameters_figure(groups: pd.DataFrame, stem: str, variant: str) -> list[str
                     mean, low, high = (rows[c].to_numpy(float) for c in METRIC_COLUMNS[metric])
                     err = np.vstack([np.nan_to_num(mean - low), np.nan_to_num(high - mean)])
                     axes[row_index, col].errorbar(xd, mean, yerr=err, color=color, marker="o", capsize=2,
-                                                  label=MODELS[model] if col == 0 and row_index == 0 else None)
+                                                  label=display(model) if col == 0 and row_index == 0 else None)
                 p = pub[(pub["experiment"] == experiment) & (pub["model"] == model) & pub["value"].isin(xs)]
                 px = _dodge(np.array([xs[v] for v in p["value"]]), m_index, len(models), log, span)
                 axes[0, col].plot(px, p["success_rate"], linestyle="none", marker="D", markerfacecolor="none",
-                                  color=color, label=f"{MODELS[model]} (published)" if col == 0 and len(p) else None)
+                                  color=color, label=f"{display(model)} (published)" if col == 0 and len(p) else None)
             for row_index in range(3):
                 ax = axes[row_index, col]
                 if log:
@@ -170,7 +175,7 @@ def comparison(groups: pd.DataFrame) -> list[dict]:
     ops = groups[groups["experiment"] == "operations"]
     for _, p in published.operations_table().iterrows():
         for _, r in ops[(ops["operation"] == p["operation"]) & (ops["model"] == p["model"])].iterrows():
-            label = f"{p['operation']}/{MODELS[p['model']]}"
+            label = f"{p['operation']}/{display(p['model'])}"
             common = {"benchmark": "arith", "result": "operations", "row": label, "n_runs": int(r["n_runs"]),
                       "scale": r["scale"], "variant": r["variant"]}
 
@@ -204,7 +209,7 @@ def comparison(groups: pd.DataFrame) -> list[dict]:
         # the published spread: the paper's own 95% Wilson interval at its 50 seeds
         spread = stats.wilson(round(p["success_rate"] * published.FIGURE_SEEDS), published.FIGURE_SEEDS)
         for _, r in match.iterrows():
-            label = f"{p['experiment']}={p['value']}/{MODELS[p['model']]}"
+            label = f"{p['experiment']}={p['value']}/{display(p['model'])}"
             short = published.budget_reason(p["experiment"], r["operation"], p["model"], int(r["iterations"]),
                                             int(r["input_size"]))
             rows.append(compare.row(benchmark="arith", result="parameters", row=label, metric="success",

@@ -78,7 +78,8 @@ def group_statistics(runs: pd.DataFrame) -> pd.DataFrame:
         solved = g[g["solved"]]
         success = stats.wilson(k, n)
         solved_at = estimators.gamma_mean(solved["solved_at"].to_numpy(float))
-        sparsity = estimators.beta_mean(solved["sparsity_at_best"].to_numpy(float),
+        # a user's unit without weights() has none (NaN): no sparsity statistic then
+        sparsity = estimators.beta_mean(solved["sparsity_at_best"].dropna().to_numpy(float),
                                         faithful=row["variant"] == "faithful")
         row.update(n_runs=n, n_solved=k, n_crashed=int(g["crashed"].sum()),
                    success=success.mean, success_low=success.low, success_high=success.high,

@@ -20,7 +20,9 @@ import torch
 from reprobench.arith import data
 from reprobench.arith.grid import Setting
 from reprobench.arith.models import EPS, LAYERS, BatchedNetwork
+from reprobench.arith.user_units import UserNetwork
 from reprobench.core import checkpoint as checkpoints
+from reprobench.core.plugins import spec_of
 from reprobench.core.progress import Progress, log
 
 FUSED_FROM = 2000  # optimiser steps from which a CPU run draws its batches with the numba kernel (same bits)
@@ -74,7 +76,7 @@ class SeedBatch:
         self.operations = [(op, None if len(ops) == 1 else torch.tensor(idx, device=device))
                            for op, idx in ops.items()]
         # the first layer's log(|x| + eps) made with the batch where the model takes it (float32 runs only)
-        logs = LAYERS[first.model][0] == "nalu" and cfg.torch_dtype == torch.float32
+        logs = LAYERS.get(first.model, ("",))[0] == "nalu" and cfg.torch_dtype == torch.float32
         # the numba kernel costs about 1 s of start-up (import and cached load) and saves 0.5 ms or more per step
         if fused is None:
             fused = torch.device(device).type == "cpu" and cfg.iterations + 1 >= FUSED_FROM
@@ -147,7 +149,8 @@ class FusedAdam:
     @torch.no_grad()
     def step(self) -> None:
         torch._foreach_add_(self.steps, 1)
-        torch._fused_adam_(self.params, [p.grad for p in self.params], self.exp_avgs, self.exp_avg_sqs, [],
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]  # a user's unused ones
+        torch._fused_adam_(self.params, grads, self.exp_avgs, self.exp_avg_sqs, [],
                            self.steps, amsgrad=False, lr=self.lr, beta1=0.9, beta2=0.999, weight_decay=0.0,
                            eps=1e-8, maximize=False, grad_scale=None, found_inf=None)
 
@@ -210,12 +213,14 @@ class Steps:
     def __init__(self, settings: list[Setting], seeds: list[int], cfg: TrainConfig, device, cuda_step: str = "eager"):
         if cuda_step not in CUDA_STEPS:
             raise ValueError(f"cuda_step '{cuda_step}' is not one of {', '.join(CUDA_STEPS)}")
-        cuda_graph = cuda_step != "eager"
+        user = spec_of(settings[0].model)  # a user's unit (docs/PLUGINS.md): one module per member, eager steps only
+        cuda_graph = cuda_step != "eager" and not user
         self.device = torch.device(device)
         self.data = SeedBatch(settings, seeds, cfg, self.device, fused=False if cuda_graph else None,
-                              compiled=cuda_step == "compiled")
-        self.net = BatchedNetwork(settings[0].model, [s.input_size for s in settings],
-                                  [s.hidden_size for s in settings], seeds, cfg.torch_dtype).to(self.device)
+                              compiled=cuda_graph and cuda_step == "compiled")
+        network = (lambda *a: UserNetwork(user, *a)) if user else (lambda *a: BatchedNetwork(settings[0].model, *a))
+        self.net = network([s.input_size for s in settings], [s.hidden_size for s in settings], seeds,
+                           cfg.torch_dtype).to(self.device)
         self.opt = FusedAdam(self.net.parameters(), cfg.learning_rate)  # one kernel for all parameters
         self.nan_seen = torch.zeros(len(seeds), dtype=torch.bool, device=self.device)
         self.step_t = torch.zeros((), dtype=torch.int64, device=self.device) if cuda_graph else None
@@ -229,6 +234,10 @@ class Steps:
         per_seed = ((self.net(x, self.data.log_x) - t) ** 2).mean(1)
         self.nan_seen |= torch.isnan(per_seed)
         loss = torch.where(self.nan_seen, torch.zeros_like(per_seed), per_seed).sum()  # each seed's own gradient
+        if isinstance(self.net, UserNetwork):
+            loss = loss + self.net.regularizer()
+            if not loss.requires_grad:  # a unit without parameters (a scripted one): nothing to learn
+                return per_seed.detach()
         self.opt.zero_grad()
         loss.backward()
         self.opt.step()

@@ -18,6 +18,13 @@ def run_id(name: str) -> str:
     return name.replace(":", ".")
 
 
+def spec_of(name: str) -> str | None:
+    """The 'package.module:Class' of a run id made by run_id (the last dot was the colon: a class name has no dot);
+    None for a benchmark's own model (its names have no dot)."""
+    module, dot, cls = name.rpartition(".")
+    return f"{module}:{cls}" if dot else None
+
+
 def load_class(spec: str, key: str):
     """The class named 'package.module:Class'; a ConfigError naming the config `key` when it cannot be imported."""
     module, _, name = spec.partition(":")
