@@ -78,8 +78,8 @@ def tiny(config):
                        hidden_size=[2, 3], overlap=[0.5], subset=[0.25], range=a["sweeps"]["range"][:2])
     config["wade"].update(tasks=[1, 5], seeds=2, max_sequences=60, reca_rules=[34, 206], epochs=1,
                           models=["tiny_user_wade:TinyGRU"])
-    config["wade"]["imdb"].update(models=["linear", "lstm"], seeds=2, epochs=1, eval_every=16, synthetic_train=64,
-                                  synthetic_test=32)
+    config["wade"]["imdb"].update(models=["linear", "lstm", "tiny_user_wade:TinyClassifier"], seeds=2, epochs=1,
+                                  eval_every=16, synthetic_train=64, synthetic_test=32)
     config["calm"].update(models=["poe_pw_30", "transformer", "tiny_user_lm:TinyLM"], variants=["faithful"], seeds=2,
                           n_fragments=20, synthetic_chars=60000, synthetic_words=20000, top_words=100)
     config["s2b"]["speaker"].update(episodes=2, eoa_episodes=1, eoa_epochs=8)

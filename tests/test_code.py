@@ -78,7 +78,8 @@ def test_schemas_enumerate_the_packages_constants():
     for name in ("pkg.mod:Cls", "mod:Cls", "nac_add", "mod.Cls", "a:b:c", "1pkg:Cls", "pkg.mod:Cls.x"):
         assert bool(re.match(user["pattern"], name)) == bool(USER_CLASS.match(name)), name
     wade = schema("wade")["properties"]
-    assert wade["imdb"]["properties"]["models"]["items"]["enum"] == list(imdb_models.MODELS)
+    imdb_builtin, imdb_user = wade["imdb"]["properties"]["models"]["items"]["anyOf"]
+    assert imdb_builtin["enum"] == list(imdb_models.MODELS) and imdb_user["pattern"] == user["pattern"]
     assert wade["imdb"]["properties"]["source"]["enum"] == list(grid.IMDB_RESOURCES)
     task = wade["tasks"]["items"]
     assert tuple(range(task["minimum"], task["maximum"] + 1)) == grid.TASK_IDS == tuple(sorted(tasks.TASKS))

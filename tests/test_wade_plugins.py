@@ -9,7 +9,7 @@ import torch
 
 from reprobench.core import curves
 from reprobench.core.errors import ConfigError
-from reprobench.wade import grid, render, runs, summary, tasks
+from reprobench.wade import grid, imdb_models, render, runs, summary, tasks
 from reprobench.wade import sequence_models as sm
 
 USER = "tiny_user_wade:TinyGRU"
@@ -93,3 +93,37 @@ def test_tables_and_figure_show_the_user_model_after_the_papers(qa, tmp_path):
     torch.manual_seed(0)
     from tiny_user_wade import TinyGRU
     assert "TinyGRU (yours): actual" in text and f"{sum(p.numel() for p in TinyGRU(16).parameters()):,}" in text
+
+
+def toy_reviews(n, seed):
+    """Reviews of 3-9 tokens over a vocabulary of 20, labelled by whether token 1 occurs more often than token 2."""
+    rng = np.random.default_rng(seed)
+    seqs = [rng.integers(1, 20, rng.integers(3, 10)) for _ in range(n)]
+    return seqs, np.array([int((s == 1).sum() > (s == 2).sum()) for s in seqs])
+
+
+def test_a_user_classifier_trains_on_imdb_as_the_papers_and_a_wrong_shape_stops():
+    (train_x, train_y), (test_x, test_y) = toy_reviews(48, 0), toy_reviews(16, 1)
+    seen, acc = imdb_models.train("tiny_user_wade:TinyClassifier", 20, train_x, train_y, test_x, test_y, seed=0,
+                                  epochs=2, eval_every_examples=16)
+    assert list(seen) == [8, 24, 40, 56, 72, 88] and np.all((acc >= 0) & (acc <= 1))  # batches starting at 0, 16, 32
+    again = imdb_models.train("tiny_user_wade:TinyClassifier", 20, train_x, train_y, test_x, test_y, seed=0,
+                              epochs=2, eval_every_examples=16)
+    np.testing.assert_array_equal(again[1], acc)  # seeded
+    with pytest.raises(ConfigError, match=r"wade.imdb.models.*returned \(8, 1\).*\(batch, 2\)"):
+        imdb_models.train("tiny_user_wade:OneLogit", 20, train_x, train_y, test_x, test_y, seed=0, epochs=1,
+                          eval_every_examples=16)
+    g = grid.Grid(section([]) | {"imdb": {"models": ["lstm", "tiny_user_wade:TinyClassifier"], "seeds": 1,
+                                          "source": "synthetic"}})
+    g.check()
+    assert g.imdb_curves()[-1].endswith("experiment=imdb/model=tiny_user_wade.TinyClassifier/seed=0.parquet")
+
+
+def test_table2_shows_the_user_classifier_after_the_papers(tmp_path):
+    rows = [{"model": m, "seed": s, "variant": v, "wade_x100": 1.0 + s, "max_accuracy": 0.5, "synthetic": True,
+             "scale": "tiny"} for m in ("lstm", "tiny_user_wade.TinyClassifier") for s in (0, 1)
+            for v in ("faithful", "corrected")]
+    written = render.table2(pd.DataFrame(rows), str(tmp_path / "t2"))
+    lines = open([w for w in written if w.endswith(".md")][0]).read().splitlines()
+    assert lines[2].startswith("| LSTM | both |") and lines[3] == "| TinyClassifier (yours) | both | 1.500 ± 0.500 | " \
+        "0.500 ± 0.000 | 2 |"

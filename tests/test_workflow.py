@@ -201,6 +201,7 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
     wade_comparison = pd.read_csv(results / "wade/comparison.csv")
     assert {"table4", "table5", "table2"} <= set(wade_comparison["result"]) and (wade_comparison["n_runs"] == 2).all()
     assert "SYNTHETIC STAND-IN, NOT IMDB" in (results / "wade/tables/table2_imdb.md").read_text()
+    assert "| TinyClassifier (yours) | both |" in (results / "wade/tables/table2_imdb.md").read_text()
     assert (results / "wade/figures/figure2_imdb_curves.pdf").stat().st_size > 0
     assert "synthetic data" in set(wade_comparison[wade_comparison["result"] == "table2"]["scale"]).pop()
     # 2 runs per number: no verdict is informative; every miss says why

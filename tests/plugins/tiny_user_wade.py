@@ -1,6 +1,8 @@
-"""A user's sequence model for WADE's ten synthetic tasks, as a researcher would write one: named in the config as
-`tiny_user_wade:TinyGRU` (wade.models), built as TinyGRU(vocab_size), trained by the same loop as the paper's RNN
-(tests/test_workflow.py's tiny run puts this folder on PYTHONPATH)."""
+"""A user's sequence model for WADE's ten synthetic tasks and a user's classifier for IMDB, as a researcher would write
+them: named in the config as `tiny_user_wade:TinyGRU` (wade.models), built as TinyGRU(vocab_size) and trained by the
+same loop as the paper's RNN, and `tiny_user_wade:TinyClassifier` (wade.imdb.models), built as
+TinyClassifier(vocab) and trained by the same loop as the paper's IMDB models (tests/test_workflow.py's tiny run puts
+this folder on PYTHONPATH)."""
 
 import torch
 from torch import nn
@@ -32,3 +34,25 @@ class NoForward(nn.Module):
 
     def __init__(self, vocab_size: int):
         super().__init__()
+
+
+class TinyClassifier(nn.Module):
+    """IMDB: forward(tokens (batch, length) int64, right-padded with 0, lengths (batch,) int64) -> logits (batch, 2):
+    the mean embedding of each review's real tokens, then a linear layer."""
+
+    def __init__(self, vocab: int):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, 16)
+        self.out = nn.Linear(16, 2)
+
+    def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        real = torch.arange(tokens.shape[1], device=tokens.device)[None, :] < lengths[:, None]
+        summed = (self.embed(tokens) * real[..., None]).sum(1)
+        return self.out(summed / lengths[:, None].clamp_min(1))
+
+
+class OneLogit(TinyClassifier):
+    """Returns one logit per review, not two: stopped at the first batch."""
+
+    def forward(self, tokens, lengths):
+        return super().forward(tokens, lengths)[:, :1]

@@ -125,7 +125,7 @@ def parameters_figure(groups: pd.DataFrame, stem: str, variant: str) -> list[str
                 continue
             span = (np.log10(x.max() / x.min()) if log else x.max() - x.min()) or 1.0
             for m_index, model in enumerate(models):
-                color = plotting.COLORS[m_index]
+                color = plotting.COLORS[m_index % len(plotting.COLORS)]
                 rows = part[part["model"] == model].set_index("key").reindex(keys)
                 xd = _dodge(x, m_index, len(models), log, span)
                 for row_index, metric in enumerate(("success", "solved_at_mean", "sparsity_error")):

@@ -187,12 +187,15 @@ def cmd_train_sequence(args) -> None:
 def cmd_train_imdb(args) -> None:
     from reprobench.core.device import choose_device
     from reprobench.core.errors import ConfigError
+    from reprobench.core.plugins import USER_CLASS, spec_of
     from reprobench.wade import imdb_models, imdb_runs
 
-    if args.model not in imdb_models.MODELS:
-        raise ConfigError("wade.imdb.models", f"unknown model '{args.model}' (known: {', '.join(imdb_models.MODELS)})")
+    model = spec_of(args.model) or args.model  # the rule passes a user's class by its run id
+    if model not in imdb_models.MODELS and not USER_CLASS.match(model):
+        raise ConfigError("wade.imdb.models", f"unknown model '{args.model}' (known: {', '.join(imdb_models.MODELS)}, "
+                          "or a user's 'package.module:Class')")
     device = choose_device(args.device, args.threads)
-    imdb_runs.train_run(args.data, args.model, args.seed, args.epochs, args.eval_every, args.out, args.scale,
+    imdb_runs.train_run(args.data, model, args.seed, args.epochs, args.eval_every, args.out, args.scale,
                         str(device), checkpoint=args.checkpoint, checkpoint_every_s=60 * args.checkpoint_minutes)
     log(f"IMDB {args.model} seed {args.seed} done")
 

@@ -112,6 +112,9 @@ class Grid:
             raise ConfigError("wade.models", f"names a class twice: {models}")
         for spec in models:
             check_user_class(spec, "wade.models", required=USER_METHODS, unimplemented=torch_stub)
+        for spec in self.cfg["imdb"]["models"]:
+            if ":" in spec:
+                check_user_class(spec, "wade.imdb.models", required=USER_METHODS, unimplemented=torch_stub)
 
         for path in self.cfg.get("human_sessions") or []:
             try:
@@ -133,7 +136,7 @@ class Grid:
     def wildcards(self) -> dict[str, str]:
         """Wildcard constraints of the WADE rules: the values this config can produce."""
         return {"task": "|".join(map(str, TASK_IDS)), "seed": r"[0-9]+",
-                "model": alternatives({m for m, _ in self.runs()} | set(self.cfg["imdb"]["models"])),
+                "model": alternatives({m for m, _ in self.runs()} | {run_id(m) for m in self.cfg["imdb"]["models"]}),
                 "config": alternatives({c for _, c in (ESN_RUN, *self.sequence_runs())})}
 
     @staticmethod
@@ -155,7 +158,7 @@ class Grid:
 
     def imdb_curves(self) -> list[str]:
         """Seeds 0 .. imdb.seeds - 1 of every IMDB model."""
-        return [IMDB_CURVE.format(model=m, seed=s) for m in self.cfg["imdb"]["models"]
+        return [IMDB_CURVE.format(model=run_id(m), seed=s) for m in self.cfg["imdb"]["models"]
                 for s in range(self.cfg["imdb"]["seeds"])]
 
     def imdb_resources(self) -> str:

@@ -19,11 +19,14 @@ import torch
 from torch import nn
 
 from reprobench.core import checkpoint as checkpoints
+from reprobench.core.errors import ConfigError
+from reprobench.core.plugins import USER_CLASS, load_class
 from reprobench.core.progress import Progress, log
 from reprobench.wade.grid import IMDB_MODELS
 from reprobench.wade.sequence_models import PositionalEncoding
 
-MODELS = IMDB_MODELS  # the models build() knows
+MODELS = IMDB_MODELS  # the models build() knows, besides a user's class (config wade.imdb.models)
+USER_KEY = "wade.imdb.models"
 
 
 class RecurrentClassifier(nn.Module):
@@ -81,6 +84,12 @@ class BagOfWords(nn.Module):
 
 
 def build(model: str, vocab: int) -> nn.Module:
+    """A paper's model, or a user's 'package.module:Class' built as Class(vocab) (docs/PLUGINS.md, WADE IMDB)."""
+    if USER_CLASS.match(model):
+        net = load_class(model, USER_KEY)(vocab)
+        if not isinstance(net, nn.Module):
+            raise ConfigError(USER_KEY, f"'{model}' built a {type(net).__name__}, not a torch.nn.Module")
+        return net
     if model in ("rnn", "lstm", "gru"):
         return RecurrentClassifier(model, vocab)
     if model == "transformer":
@@ -147,7 +156,12 @@ def train(model: str, vocab: int, train_seqs, train_labels, test_seqs, test_labe
         for start in range(at["start"], len(order), batch):
             index = order[start:start + batch]
             tokens, lengths = _batch(train_seqs, index, device)
-            loss = loss_fn(net(tokens, lengths), labels[index])
+            logits = net(tokens, lengths)
+            if tuple(logits.shape) != (len(index), 2):
+                raise ConfigError(USER_KEY, f"'{model}'.forward(tokens {tuple(tokens.shape)}, lengths) returned "
+                                  f"{tuple(logits.shape)}; it must return logits of shape (batch, 2) = "
+                                  f"{(len(index), 2)}")
+            loss = loss_fn(logits, labels[index])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

@@ -7,6 +7,7 @@ import numpy as np
 
 from reprobench.core import checkpoint as checkpoints
 from reprobench.core import curves
+from reprobench.core.plugins import run_id
 from reprobench.core.progress import log
 from reprobench.core.provenance import Timer, base_record
 from reprobench.wade import PAPER, imdb, imdb_models
@@ -53,7 +54,7 @@ def train_run(data_path: str, model: str, seed: int, epochs: int, eval_every: in
                                           checkpoint=checkpoint, checkpoint_every_s=checkpoint_every_s)
     rows = curves.series_rows(seed, [("test", "accuracy", acc), ("train", "examples", examples)])
     record = curves.provenance(
-        paper=PAPER.id, experiment="imdb", model=model, seed=seed, scale=scale, variant="all",
+        paper=PAPER.id, experiment="imdb", model=run_id(model), seed=seed, scale=scale, variant="all",
         setting={"dataset": "imdb", "synthetic": bool(meta["synthetic"]), "vocabulary": int(meta["vocabulary"])},
         config={"epochs": epochs, "batch": 8, "eval_every_examples": eval_every, "lr": 1e-3}, device=device,
         **timer.fields())

@@ -161,7 +161,7 @@ def figure3(runs: pd.DataFrame, mean_curves: pd.DataFrame, stem: str, variant: s
                 c = mean_curves[(mean_curves["task"] == task) & (mean_curves["model"] == model) &
                                 (mean_curves["config"] == configs.iloc[0])].sort_values("step")
                 x = np.maximum(c["sequences"].to_numpy(), 1e-1)
-                color = plotting.COLORS[m_index]
+                color = plotting.COLORS[m_index % len(plotting.COLORS)]
                 ax.plot(x, c["mean"], color=color, label=f"{display(model)} ({wade.get((task, model), np.nan):.2f})")
                 ax.fill_between(x, c["mean"] - c["std"], c["mean"] + c["std"], color=color, alpha=0.2, linewidth=0)
             ax.set_xscale("log")
@@ -247,12 +247,13 @@ def table2(runs: pd.DataFrame, stem: str) -> list[str]:
     synthetic = bool(runs["synthetic"].any())
     header = ["Model", "Variant", "WADE × 1e-2", "max test accuracy", "runs"]
     rows = []
-    for model in [m for m in ("lstm", "gru", "linear", "transformer", "rnn") if m in set(runs["model"])]:
+    paper = ("lstm", "gru", "linear", "transformer", "rnn")
+    for model in [m for m in paper if m in set(runs["model"])] + sorted(set(runs["model"]) - set(paper)):
         for variant in ("faithful", "corrected"):
             g = runs[(runs["model"] == model) & (runs["variant"] == variant)]
             if variant == "corrected" and model != "linear":
                 continue  # only the Linear model's WADE differs (no EWMA smoothing)
-            rows.append([DISPLAY[model], variant if model == "linear" else "both",
+            rows.append([display(model), variant if model == "linear" else "both",
                          f"{g['wade_x100'].mean():.3f} ± {g['wade_x100'].std(ddof=0):.3f}",
                          f"{g['max_accuracy'].mean():.3f} ± {g['max_accuracy'].std(ddof=0):.3f}", str(len(g))])
     note = ("SYNTHETIC STAND-IN, NOT IMDB: these numbers come from a generated corpus in aclImdb's layout "
@@ -260,6 +261,8 @@ def table2(runs: pd.DataFrame, stem: str) -> list[str]:
         (f"Scale: {curves.scale_label(runs)}. WADE with A = 0.50..0.99, weights linspace(1, 10), T in "
          "evaluation intervals (paper: one per 400 examples); faithful smooths the Linear curve (EWMA, span 10) as "
          "the reference did.")
+    if len(set(runs["model"]) - set(paper)):
+        note += " Rows marked (yours): the user's classifiers (config wade.imdb.models), trained as the paper's models."
     return tables.write_all(stem, header, rows, rows, runs, note=note)
 
 
@@ -269,11 +272,13 @@ def figure2(mean_curves: pd.DataFrame, runs: pd.DataFrame, stem: str) -> list[st
     synthetic = bool(runs["synthetic"].any())
     with plotting.style():
         fig, ax = plt.subplots(figsize=(5.5, 3.5))
-        for i, model in enumerate(m for m in IMDB_MODELS if m in set(mean_curves["model"])):
+        present = set(mean_curves["model"])
+        for i, model in enumerate([m for m in IMDB_MODELS if m in present] + sorted(present - set(IMDB_MODELS))):
             c = mean_curves[mean_curves["model"] == model].sort_values("step")
             w = runs[(runs["model"] == model) & (runs["variant"] == "faithful")]["wade_x100"].mean()
-            ax.plot(c["examples"], c["mean"], color=plotting.COLORS[i], label=f"{DISPLAY[model]} ({w:.2f})")
-            ax.fill_between(c["examples"], c["mean"] - c["std"], c["mean"] + c["std"], color=plotting.COLORS[i],
+            color = plotting.COLORS[i % len(plotting.COLORS)]
+            ax.plot(c["examples"], c["mean"], color=color, label=f"{display(model)} ({w:.2f})")
+            ax.fill_between(c["examples"], c["mean"] - c["std"], c["mean"] + c["std"], color=color,
                             alpha=0.2, linewidth=0)
         ax.set_xscale("log")
         ax.set_xlabel("training examples")
