@@ -128,7 +128,8 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
     submitted = [job for call in calls for job in call["jobs"]]
     assert len(submitted) == len(set(submitted))
     packs = {rule for rule in stats if ARITH_PACKS.fullmatch(rule)}
-    assert packs == set(tiny_arith_packs()) and len(packs) == 11  # 3 cells at 1501 steps, 2 x 4 shapes at 101
+    # 3 cells and the 2 user's units at 1501 steps, 2 x 4 shapes at 101
+    assert packs == set(tiny_arith_packs()) and len(packs) == 13
     for rule in TRAINING_RULES | CPU_RULES | packs:
         assert sum(job.startswith(f"{rule}:") for job in submitted) == stats.get(rule, 0), rule
     # WADE 8 + IMDB 4, CALM 2 datasets x 3 models (PoE+PW 30, the Transformer, the user's) x 2 seeds,

@@ -278,12 +278,13 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
     # transfer, generalist
     # Curves: one file per seed, readable, with provenance, hive-readable as one dataset.
     wade_curves = list((results / "wade/curves").rglob("*.parquet"))
-    # tasks x seeds x (one ReCA file for both rules, ESN, 4 trained) + IMDB
-    assert len(wade_curves) == 2 * 2 * (1 + 1 + 4) + 2 * 2
+    # tasks x seeds x (one ReCA file for both rules, ESN, 4 trained, the user's model) + IMDB's 3 models x 2 seeds
+    assert len(wade_curves) == 2 * 2 * (1 + 1 + 4 + 1) + 3 * 2
     reca = pd.read_parquet(results / "wade/curves/experiment=synthetic/model=reca/task=5/seed=12306.parquet")
     assert sorted(reca["rule"].unique()) == [34, 206]
     curve_files = sorted((results / "arith/curves").rglob("*.parquet"))
-    assert len(curve_files) == 3 * 2 + (2 + 2 + 1 + 1 + 2) * 2 * 2  # cells x seeds + sweep settings x models x seeds
+    # cells (3 of the paper's models, 2 user's units) x seeds + sweep settings x models x seeds
+    assert len(curve_files) == (3 + 2) * 2 + (2 + 2 + 1 + 1 + 2) * 2 * 2
     frame, record = read_curve(curve_files[0])
     assert record["scale"] == "small" and record["paper"] == "madsen2019-arith" and len(frame) > 0
     dataset = pd.read_parquet(results / "arith/curves")
