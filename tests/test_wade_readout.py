@@ -67,3 +67,18 @@ def test_log_dloss_is_sklearn_logs_with_its_shortcuts():
     assert got[3] == 0.5
     assert readout.log_dloss(torch.tensor([20.0], dtype=torch.float64), torch.tensor([1.0], dtype=torch.float64)) \
         .item() == -np.exp(-20.0)
+
+
+def test_classes_not_yet_seen_tie_and_the_tie_goes_to_the_first_class():
+    """Worked by hand: classes 0, 1, 2; the first training sample is class 2, so after it problems 0 and 1 have had the
+    same update and tie exactly (sklearn's argmax gives class 0); class 1 is first seen at sample 3, class 0 at 9."""
+    first_seen = torch.tensor([9, 3, 0])
+    stops = torch.tensor([1, 8, 16])  # checkpoint_schedule(>= 16): (0, 1), (0, 8), (8, 16)
+    assert readout.tie_leaders(first_seen, stops).tolist() == [[0, 0, 2], [0, 1, 2], [0, 1, 2]]
+    # through the readout: no test item can be predicted class 1 at the first checkpoint, so test labels all 1 score 0
+    rng = np.random.default_rng(0)
+    ytr = torch.tensor([2, 2, 2, 1, 2, 1, 1, 2, 0, 0] * 2)
+    xtr = torch.tensor(rng.integers(0, 2, (2, len(ytr), 12), dtype=np.uint8))
+    xte = torch.tensor(rng.integers(0, 2, (2, 50, 12), dtype=np.uint8))
+    acc = readout.fit_and_score(xtr, ytr, xte, torch.ones(50, dtype=torch.int64), [0, 1, 2])
+    assert acc[:, 0].tolist() == [0.0, 0.0]

@@ -11,7 +11,8 @@ population std, 1 where it is 0); the scaling is folded into the weights for sco
 never need a float copy. Checkpoints: after the first sample alone, then after every `chunk` samples starting
 again at sample 0 (so sample 0 is seen twice), as the reference's partial_fit calls. Test items with the same
 features (a simple rule's reservoir repeats states: 37% of Incremental periodic's items over all 256 rules) are
-scored once and counted per label.
+scored once and counted per label; the problems of classes not yet seen tie, and a tie goes to the first class, as
+in sklearn (tie_leaders).
 """
 
 from __future__ import annotations
@@ -47,6 +48,19 @@ def log_dloss(p: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """sklearn's Log.dloss (_sgd_fast.pyx): the derivative of log(1 + exp(-y p)) in p, with its shortcuts."""
     z = p * y
     return torch.where(z > 18.0, torch.exp(-z) * -y, torch.where(z < -18.0, -y, -y / (torch.exp(z) + 1.0)))
+
+
+def tie_leaders(first_seen: torch.Tensor, stops: torch.Tensor) -> torch.Tensor:
+    """(checkpoints, problems): the problem whose logits each problem takes at each checkpoint. A one-vs-rest problem
+    whose class no sample up to the checkpoint had has been updated exactly as every other such problem (y = -1 each
+    time, from the same zeros), so in exact arithmetic their logits tie, and sklearn's argmax (its decision values for
+    such problems are bitwise equal) gives the first of them. A product's rounding, which depends on where a row falls
+    in it, must not decide instead: each such problem takes the first one's logits. `first_seen` (problems,): the
+    index of each class's first training sample; `stops` (checkpoints,): the samples fitted before each checkpoint."""
+    unseen = first_seen[None, :] >= stops[:, None]
+    first = unseen.to(torch.int8).argmax(-1)  # the first unseen problem (argmax: the first maximal)
+    own = torch.arange(len(first_seen), device=first_seen.device)
+    return torch.where(unseen, first[:, None], own[None, :])
 
 
 class _TestSet:
@@ -102,6 +116,9 @@ def fit_and_score(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Te
     accuracies = torch.empty((models, len(schedule)), dtype=torch.float64, device=device)
     block_w, block_b, block_index = [], [], []
     unique = device.type == "cpu" if unique is None else unique
+    # each class's first training sample and each checkpoint's fitted samples, for tie_leaders (uploaded once)
+    first_seen = torch.where(train_y[:, None] == classes_t[None, :], torch.arange(n, device=device)[:, None], n).amin(0)
+    stops = torch.tensor([stop for _, stop in checkpoint_schedule(n, chunk)], device=device)
     tests = [_TestSet(test_x[m], test_y, classes_t, score_dtype, unique) for m in range(models)]
 
     def score():
@@ -110,8 +127,11 @@ def fit_and_score(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Te
         bs = torch.stack(block_b, 1) - (ws * mean[:, None, None, :]).sum(-1)
         k, p = ws.shape[1], ws.shape[2]
         ws, bs = ws.to(score_dtype), bs.to(score_dtype)
+        leaders = None if binary else tie_leaders(first_seen, stops[block_index[0]:block_index[-1] + 1])
         for m, test in enumerate(tests):
             logits = (test.rows @ ws[m].reshape(k * p, features).T).view(-1, k, p).transpose(0, 1) + bs[m][:, None]
+            if leaders is not None:  # tied problems take the first one's logits: a tie goes to the first class
+                logits = logits.gather(-1, leaders[:, None, :].expand_as(logits))
             predicted = (logits[..., 0] > 0).long() if binary else logits.argmax(-1)  # (k, rows): class indices
             # the block's checkpoints are consecutive: a slice, not a list index (an upload: a host sync on a GPU)
             accuracies[m, block_index[0]:block_index[-1] + 1] = test.correct(predicted).double() / len(test_y)
