@@ -7,7 +7,9 @@ USER_KEY = "arith.operations.cells / arith.sweeps.models"  # where a user's unit
 
 def display(model: str) -> str:
     """A model's name in tables and legends: the paper's, or a user's class name (run id 'package.module.Class')."""
-    return MODELS.get(model) or f"{model.rsplit('.', 1)[-1]} (yours)"
+    from reprobench.core.plugins import display_name
+
+    return display_name(model, MODELS)
 
 # The paper's budget, iterations + 1 optimiser steps: 5M for every table cell and sweep point, 10M and 15M for the
 # input-size sweep's sizes 125-200 and 225-300 (stable-nalu's experiment scripts).

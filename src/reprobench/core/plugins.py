@@ -18,6 +18,11 @@ def run_id(name: str) -> str:
     return name.replace(":", ".")
 
 
+def display_name(model: str, names: dict[str, str]) -> str:
+    """A model's name in tables and legends: the paper's (`names`), or a user's class name followed by "(yours)"."""
+    return names.get(model) or f"{model.rsplit('.', 1)[-1]} (yours)"
+
+
 def spec_of(name: str) -> str | None:
     """The 'package.module:Class' of a run id made by run_id (the last dot was the colon: a class name has no dot);
     None for a benchmark's own model (its names have no dot)."""

@@ -20,6 +20,7 @@ import pandas as pd
 
 from reprobench.core import curves
 from reprobench.core.errors import ResultsFileError
+from reprobench.core.plugins import display_name
 from reprobench.core.progress import Progress
 from reprobench.wade import metric
 from reprobench.wade.grid import RULE_KEY
@@ -33,7 +34,7 @@ DISPLAY = {"reca": "ReCA", "esn": "ESN", "rnn": "RNN", "lstm": "LSTM", "transfor
 
 def display(model: str) -> str:
     """A model's column or legend name: the paper's, or a user's class name (run id 'package.module.Class')."""
-    return DISPLAY.get(model) or f"{model.rsplit('.', 1)[-1]} (yours)"
+    return display_name(model, DISPLAY)
 
 
 def model_order(models) -> list[str]:
