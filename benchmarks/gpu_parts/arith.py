@@ -72,17 +72,26 @@ def _agreement(ctx, pack: Pack, section: dict, steps: int) -> dict:
     members = [(s, seed) for s in chosen for seed in (0, 1)]
     cfg = _config(section, steps, "float64", sets=100)
 
-    def train(device, graph):
-        run = trainer.Steps([m[0] for m in members], [m[1] for m in members], cfg, device,
-                            cuda_step="graph" if graph else "eager")
+    def train(device, mode, config=cfg):
+        run = trainer.Steps([m[0] for m in members], [m[1] for m in members], config, device, cuda_step=mode)
         losses = torch.stack([run.step(i).clone() for i in range(steps)])
         return [losses] + [p.detach() for p in run.net.parameters()]
 
     sizes = " and ".join(f"{s.input_size}/{s.hidden_size}" for s in chosen)
-    return agreement(train(ctx.device, ctx.cuda), train(torch.device("cpu"), False), 1e-9,
-                     f"per-run losses of {steps} steps and final parameters, runs of input/hidden {sizes} padded "
-                     "together, seeds 0 and 1 (device: replayed as a CUDA graph where CUDA; CPU: the eager trainer)",
-                     steps)
+    graph = train(ctx.device, "graph" if ctx.cuda else "eager")
+    out = agreement(graph, train(torch.device("cpu"), "eager"), 1e-9,
+                    f"per-run losses of {steps} steps and final parameters, runs of input/hidden {sizes} padded "
+                    "together, seeds 0 and 1 (device: replayed as a CUDA graph where CUDA; CPU: the eager trainer)",
+                    steps)
+    if ctx.cuda:  # does each cuda_step give the eager step's bits on the device, in float64 and float32?
+        out["bitwise_equal_to_eager"] = {}
+        for dtype in ("float64", "float32"):
+            config = _config(section, steps, dtype, sets=100)
+            eager = train(ctx.device, "eager", config)
+            for mode in ("graph", "compiled"):
+                other = graph if (mode, dtype) == ("graph", "float64") else train(ctx.device, mode, config)
+                out["bitwise_equal_to_eager"][f"{mode} {dtype}"] = all(map(torch.equal, eager, other))
+    return out
 
 
 def check(ctx) -> dict:
@@ -147,5 +156,8 @@ def check(ctx) -> dict:
         "notes": [f"the heaviest pack by arith.cuda_step: {modes}",
                   f"one evaluation (2 x {section['validation_size']} samples per run, sparsity) of the heaviest pack: "
                   f"{top['evaluation_s']:.3g} s, every {section['eval_every']} steps",
-                  "packs not measured in the time: " + (", ".join(p.rule for p in unmeasured) or "none")],
+                  "packs not measured in the time: " + (", ".join(p.rule for p in unmeasured) or "none")]
+                 + [f"the same {agree['steps']} steps on the device, each cuda_step against eager, bit for bit: " +
+                    ", ".join(f"{k} {'equal' if v else 'differs'}" for k, v in agree["bitwise_equal_to_eager"].items())
+                    ] * ("bitwise_equal_to_eager" in agree),
     }
