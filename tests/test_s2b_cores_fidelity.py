@@ -121,6 +121,34 @@ def test_dcem_writes_before_it_reads_through_a_linear_query(empty_slots):
     assert int(new["count"]) == 1 and torch.equal(new["mem_comm"][0, 0], torch.tensor([1.0, -1.0]))
 
 
+@pytest.mark.parametrize("empty_slots", cores.EMPTY_SLOTS)
+def test_dcem_equal_cosines_at_the_k_th_place_go_to_the_lower_slot(empty_slots):
+    """Slots 0 and 2 hold the same key (an entry written twice) with different values, and tie for the second of the
+    top 2. q = [1, 0]; keys [1, sqrt 3] (slots 0, 2: cosine 1/2), [0.8, 0.6] (slot 1: 0.8), [-1, 0] (slot 3: -1);
+    Archi's zero entry (cosine 0) loses too. The picks: slot 1 and slot 0 (the lower), weights 1 / (1 - cos) = [5, 2]
+    -> [5/7, 2/7]; the attention's 2 outputs are both the mean of [5/7 v1, 2/7 v0], summed: 5/7 [7, 7] + 2/7 [7, 0] =
+    [7, 5] (slot 2's [0, 14] would give [5, 9]). The CPU's torch.topk took slot 2 here; CUDA's breaks ties its own
+    way, which made the DCEM's float64 learner updates differ by 0.3 between an H100 and the CPU."""
+    core = _dcem(empty_slots)
+    keys = torch.tensor([[[1.0, S3], [0.8, 0.6], [1.0, S3], [-1.0, 0.0]]])
+    values = torch.tensor([[[7.0, 0.0], [7.0, 7.0], [0.0, 14.0], [100.0, 100.0]]])
+    with torch.no_grad():
+        read = core._read(torch.tensor([[1.0, 0.0]]), keys, values, torch.tensor([4]), core.att_obs)
+    torch.testing.assert_close(read[0], torch.tensor([7.0, 5.0]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("method", ["sort", "threshold", None])
+def test_top_k_lowest_index_is_the_stable_sorts_first_k(method, dtype):
+    """Ties everywhere (5 distinct values in rows of 30): the picks and their order are the stable descending sort's,
+    whichever way they are computed."""
+    scores = torch.randint(0, 5, (8, 3, 30), generator=torch.Generator().manual_seed(0)).to(dtype) / 4
+    for k in (1, 6, 30):
+        top, idx = cores.top_k_lowest_index(scores, k, method)
+        want_top, want_idx = torch.sort(scores, dim=-1, descending=True, stable=True)
+        assert torch.equal(top, want_top[..., :k]) and torch.equal(idx, want_idx[..., :k])
+
+
 def test_dcem_layers_as_configured_and_one_attention_module_per_head():
     layout = cores.ActionLayout("combined", 2, 4, 3)
     dims = cores.InputDims(3, 4, 3, 2, layout.n_actions)

@@ -68,7 +68,10 @@ decision step (round_idx == R) where every action but the no-op is legal.
 Choices where the spec is silent: `other_agent_id` is not an input (the spec's input lists leave it out); before an
 episode's first action the previous action is none (a zero one-hot) and the previous reward 0; ESBN and DCEM memories
 are rings of `memory_capacity` slots (512, longer than any episode of the paper's settings; the reference's memories
-grow without bound); DNC usage allocation uses a stable sort (Regym's topk leaves the order of equal usages open).
+grow without bound); DNC usage allocation uses a stable sort (Regym's topk leaves the order of equal usages open);
+the DCEM's top 6 takes the lowest slot (the earlier entry) among equal cosines and orders its picks by cosine, then
+slot (`top_k_lowest_index`: Archi's torch topk leaves both to the device, and CUDA and the CPU break ties differently;
+an entry written twice, the same message or stimulus again, puts equal keys in two slots).
 """
 
 from __future__ import annotations
@@ -373,6 +376,29 @@ def _valid_slots(count: Tensor, capacity: int) -> Tensor:
     return torch.arange(capacity, device=count.device)[None, :] < count.clamp(max=capacity)[:, None]
 
 
+def top_k_lowest_index(scores: Tensor, k: int, method: str | None = None) -> tuple[Tensor, Tensor]:
+    """The k largest of `scores` (..., C) along the last dimension and their indices, as torch.sort(scores,
+    descending=True, stable=True) gives them first: among equal scores the lowest index wins, and the picks come in
+    order of decreasing score, then increasing index. torch.topk leaves both open, and CUDA and the CPU break ties
+    differently. `method` "sort" (the default off the CPU: about 2x topk's time on an H100 for 64 x 3 rows of 518) or
+    "threshold" (the CPU's: topk's k-th value, every score above it and the lowest-indexed ties at it, then a sort of
+    the k picks; about 4x topk's time there, where the full sort takes 30x). Both give the same tensors, with no host
+    sync."""
+    method = method or ("threshold" if scores.device.type == "cpu" else "sort")
+    if method not in ("sort", "threshold"):
+        raise ValueError(f"method must be 'sort' or 'threshold', got {method!r}")
+    if method == "sort":
+        top, idx = torch.sort(scores, dim=-1, descending=True, stable=True)
+        return top[..., :k], idx[..., :k]
+    kth = scores.topk(k, dim=-1).values[..., -1:]  # the k-th largest value, whatever the tie order
+    above, tied = scores > kth, scores == kth
+    picked = above | (tied & (tied.cumsum(-1) <= k - above.sum(-1, keepdim=True)))
+    rank = torch.arange(scores.shape[-1], 0, -1, device=scores.device)  # C .. 1: unique, the lowest index highest
+    idx = torch.where(picked, rank, 0).topk(k, dim=-1).indices  # exactly k picks, in increasing index
+    top, order = torch.sort(scores.gather(-1, idx), dim=-1, descending=True, stable=True)
+    return top, idx.gather(-1, order)
+
+
 def _last_slots(memory: Tensor, count: Tensor, n: int) -> Tensor:
     """The n most recently written slots of a ring memory, oldest first, zeros where fewer were written: (B, n D)."""
     cap = memory.shape[1]
@@ -483,7 +509,9 @@ class DCEMCore(Core):
             zeros = torch.arange(k, device=count.device)[None, :] < n_zero[:, None]
             cos = torch.cat([cos, torch.full_like(cos[..., :k], _NEG).masked_fill(zeros.unsqueeze(1), 0.0)], dim=-1)
             values = F.pad(values, (0, 0, 0, k))
-        top, idx = cos.topk(min(k, cos.shape[-1]), dim=-1)  # (B, H, k)
+        # equal cosines (an entry written twice: the same message or stimulus again) go to the lower slot, the
+        # earlier entry, on every device
+        top, idx = top_k_lowest_index(cos, min(k, cos.shape[-1]))  # (B, H, k)
         ok = top > _NEG / 2  # every pick when the zero slots are eligible; else the written ones
         w = ok.to(top.dtype) / (1e-8 + (1.0 - top).clamp_min(0.0))  # Archi's "inverse_dissim" (L171-174)
         w = w / w.sum(-1, keepdim=True)
