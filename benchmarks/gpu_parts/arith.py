@@ -158,6 +158,6 @@ def check(ctx) -> dict:
                   f"{top['evaluation_s']:.3g} s, every {section['eval_every']} steps",
                   "packs not measured in the time: " + (", ".join(p.rule for p in unmeasured) or "none")]
                  + [f"the same {agree['steps']} steps on the device, each cuda_step against eager, bit for bit: " +
-                    ", ".join(f"{k} {'equal' if v else 'differs'}" for k, v in agree["bitwise_equal_to_eager"].items())
-                    ] * ("bitwise_equal_to_eager" in agree),
+                    ", ".join(f"{k} {'equal' if v else 'differs'}" for k, v in bits.items())
+                    for bits in [agree.get("bitwise_equal_to_eager")] if bits],
     }
