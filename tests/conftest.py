@@ -64,6 +64,9 @@ def write_config(workdir, edit):
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
 
 
+USER_CORE = "tiny_user_s2b_core:TinyGRUCore"  # S2B Table 4's user core (tests/plugins)
+
+
 def tiny(config):
     """The tiny configuration: every rule of arith (two user's units from tests/plugins on addition), WADE (IMDB on
     its synthetic stand-in; a user's sequence model from tests/plugins beside the paper's) and CALM (a user's model
@@ -87,8 +90,8 @@ def tiny(config):
     config["s2b"]["zsct"].update(models=["r2d2", "scripted_listener:PerfectListener"], n_oc=[1], shots=[1],
                                  observations=300, eval_every=150)
     config["amtlb"].update(games=["breakout", "pong"], frames_per_game=1200, num_envs=2, grid_points=10)
-    config["s2b"]["experiments"].update(seeds={"table1": {"s1": 2}, "table4": {"lstm": 2}, "fig5": {"ohe": 2},
-                                               "fig6": {"lstm_rec": 2}},
+    config["s2b"]["experiments"].update(seeds={"table1": {"s1": 2}, "table4": {"lstm": 2, USER_CORE: 2},
+                                               "fig5": {"ohe": 2}, "fig6": {"lstm_rec": 2}},
                                         observations={"table1": 300, "table4": 300, "fig5": 200, "fig6": 300},
                                         eval_every={"table1": 150, "table4": 150, "fig5": 100, "fig6": 150})
 

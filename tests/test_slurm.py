@@ -164,9 +164,9 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
     in_slurm = set(re.findall(r"results/[^\s,]+?\.parquet", "\n".join(slurm_logs.values())))
     curves = {str(p.relative_to(tmp_path)) for p in (tmp_path / "results").glob("*/curves/**/*.parquet")}
     # arith (3 cells, 2 user's units, 16 sweep settings) x seeds; WADE as in test_workflow (the user's model included,
-    # IMDB's 3 models); CALM one curve per job; S2B's 2 + 2 probes (local rules) and 4 Table 2, 2 Table 4, 2 Figure 5,
-    # 2 Figure 6 and 2 Table 1 runs; AMTLB's 7 runs and the random agent's 2
-    assert len(curves) == (3 + 2 + 16) * 2 + 2 * 2 * (1 + 1 + 4 + 1) + 3 * 2 + 12 + 4 + 4 + 6 + 2 + 9
+    # IMDB's 3 models); CALM one curve per job; S2B's 2 + 2 probes (local rules) and 4 Table 2, 4 Table 4 (2 the user's
+    # core's), 2 Figure 5, 2 Figure 6 and 2 Table 1 runs; AMTLB's 7 runs and the random agent's 2
+    assert len(curves) == (3 + 2 + 16) * 2 + 2 * 2 * (1 + 1 + 4 + 1) + 3 * 2 + 12 + 4 + 4 + 8 + 2 + 9
     probes = ("results/s2b/curves/experiment=speaker/", "results/s2b/curves/experiment=disentanglement/")
     assert {c for c in curves if not c.startswith(probes)} <= in_slurm
     assert set(re.findall(r"^\s*rule (\w+):", "\n".join(slurm_logs.values()), re.M)) <= \

@@ -136,6 +136,10 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
                                                                       "does not exist"]),
     (lambda c: c["s2b"]["experiments"]["seeds"].update(table4={"lstm": 2, "gru": 2}),
      ["s2b.experiments.seeds.table4", "'gru'"]),
+    (lambda c: c["s2b"]["experiments"]["seeds"].update(table4={"tiny_user_s2b_core:NoCore": 2}),
+     ["s2b.experiments.seeds.table4", "tiny_user_s2b_core:NoCore"]),
+    (lambda c: c["s2b"]["experiments"]["seeds"].update(fig6={"tiny_user_s2b_core:TinyGRUCore": 2}),
+     ["s2b.experiments.seeds.fig6", "unknown model"]),
 ])
 def test_bad_config_stops_with_a_message_naming_the_key(workdir, edit, words):
     write_config(workdir, edit)
@@ -249,11 +253,14 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
     # the user's scripted agent (tests/plugins) lands in Table 2 next to R2D2, scored by the same evaluation
     assert "| R2D2 | faithful | 1 |" in table2
     assert "| scripted_listener.PerfectListener | faithful | 1 | 100.00 ± 0.00 | 62.23 ± 3.67 |" in table2
-    assert "| faithful | LSTM |" in (results / "s2b/tables/table4_architectures.md").read_text()
+    table4 = (results / "s2b/tables/table4_architectures.md").read_text()
+    assert "| faithful | LSTM |" in table4
+    assert "| faithful | TinyGRUCore (yours) | " in table4 and "| — | 2 |" in table4  # tests/plugins/tiny_user_s2b_core
     assert re.search(r"\| Acc_EoA [^|]*\|.*\| — \| \d+\.\d\d ± ", (results / "s2b/tables/table1_marl.md").read_text())
     zsct = pd.read_parquet(results / "s2b/metrics/zsct.parquet")
     assert sorted(zsct.groupby(["experiment", "model"]).size().items()) == [
-        (("fig6", "lstm_rec"), 2), (("table1", "s1"), 2), (("table4", "lstm"), 2), (("zsct", "r2d2"), 2),
+        (("fig6", "lstm_rec"), 2), (("table1", "s1"), 2), (("table4", "lstm"), 2),
+        (("table4", "tiny_user_s2b_core.TinyGRUCore"), 2), (("zsct", "r2d2"), 2),
         (("zsct", "scripted_listener.PerfectListener"), 2)]
     # Table 4 reconstructs (its short episodes finish within 300 observations; Figure 6's do not); an agent does not
     assert zsct.loc[zsct["experiment"] == "table4", "rec_stimulus_accuracy"].notna().all()

@@ -125,6 +125,7 @@ rule s2b_train_experiment:
     resources:
         gpu=1,
     params:
+        model=lambda wildcards: S2B.user_models().get(wildcards.model, wildcards.model),
         sizes=config["s2b"]["experiments"]["sizes"],
         observations=lambda w: config["s2b"]["experiments"]["observations"][w.experiment],
         eval_every=lambda w: config["s2b"]["experiments"]["eval_every"][w.experiment],
@@ -133,7 +134,7 @@ rule s2b_train_experiment:
         checkpoint=s2b.EXPERIMENT_CHECKPOINT,
         checkpoint_minutes=config["s2b"]["experiments"]["checkpoint_minutes"],
     shell:
-        "python -m reprobench s2b train --experiment {wildcards.experiment:q} --model {wildcards.model:q} "
+        "python -m reprobench s2b train --experiment {wildcards.experiment:q} --model {params.model:q} "
         "--variant {wildcards.variant:q} --seed {wildcards.seed:q} --sizes {params.sizes:q} "
         "--observations {params.observations:q} --eval-every {params.eval_every:q} --device {params.device:q} "
         "--threads {threads} --scale {params.scale:q} --checkpoint {params.checkpoint:q} "

@@ -108,8 +108,9 @@ def cmd_disentanglement(args) -> None:
 def cmd_train(args) -> None:
     from reprobench.core.device import choose_device
     from reprobench.core.errors import ConfigError
+    from reprobench.core.plugins import USER_CLASS
     from reprobench.s2b import runs
-    from reprobench.s2b.grid import EXPERIMENTS
+    from reprobench.s2b.grid import EXPERIMENTS, USER_CORE_EXPERIMENT
 
     if args.experiment == "zsct":
         if args.n_oc is None or args.shots is None:
@@ -119,8 +120,11 @@ def cmd_train(args) -> None:
         setting = {"n_oc": args.n_oc, "shots": args.shots}
     else:
         known = EXPERIMENTS[args.experiment]
-        if args.model not in known:
-            raise ConfigError("--model", f"{args.model!r} is not a {args.experiment} model; known: {sorted(known)}")
+        user = args.experiment == USER_CORE_EXPERIMENT and USER_CLASS.match(args.model)
+        if args.model not in known and not user:
+            raise ConfigError("--model", f"{args.model!r} is not a {args.experiment} model; known: {sorted(known)}" +
+                              (", or a user's core 'package.module:Class'" if args.experiment == USER_CORE_EXPERIMENT
+                               else ""))
         config = runs.experiment_config(args.experiment, args.model, args.variant, args.seed, args.sizes,
                                           args.observations, args.eval_every)
         setting = {"model": args.model}

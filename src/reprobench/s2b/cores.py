@@ -85,8 +85,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-CORES = ("lstm", "archi_lstm", "esbn", "dcem", "dnc")
+CORES = ("lstm", "archi_lstm", "esbn", "dcem", "dnc")  # the papers' cores
 ARCHI_CORES = ("archi_lstm", "esbn", "dcem")
+USER = "user"  # NetConfig.user_core's class on the Archi encoder (reprobench.s2b.user_core)
 FC_ACTIVATIONS = ("all", "head")
 ACTION_KINDS = ("combined", "decision")
 DNC_RECON = ("hidden", "memory")
@@ -197,10 +198,14 @@ class NetConfig:
     dnc_recon: str = "hidden"
     empty_slots: str = "eligible"
     dnc_interface: str = "regym"
+    user_core: str | None = None  # core "user": the user's class 'package.module:Class' (reprobench.s2b.user_core)
 
     def __post_init__(self):
-        if self.core not in CORES:
-            raise ValueError(f"core must be one of {CORES}, got {self.core!r}")
+        if self.core not in (*CORES, USER):
+            raise ValueError(f"core must be one of {CORES} or {USER!r}, got {self.core!r}")
+        if (self.core == USER) != (self.user_core is not None):
+            raise ValueError(f"user_core names the class of core 'user' (and only of it): core {self.core!r}, "
+                             f"user_core {self.user_core!r}")
         if self.fc_activation not in FC_ACTIVATIONS:
             raise ValueError(f"fc_activation must be one of {FC_ACTIVATIONS}, got {self.fc_activation!r}")
         for name, allowed in (("dnc_recon", DNC_RECON), ("empty_slots", EMPTY_SLOTS),
@@ -731,6 +736,8 @@ def initialise(net: QNetwork, style: str) -> None:
     for every Linear and LSTM layer but the self-attention modules' (PyTorch's own, as Archi left them); the dueling
     head is Regym's DuelingLayer in both; the DNC's interface and output layers as Regym's DNC."""
     attention = {id(m) for a in net.modules() if isinstance(a, nn.MultiheadAttention) for m in a.modules()}
+    if getattr(net.core, "spec", None):  # a user's core keeps its own initialisation
+        attention |= {id(m) for m in net.core.modules()}
     for m in net.modules():
         if id(m) in attention:
             continue
@@ -767,11 +774,15 @@ def build_network(config: NetConfig, dims: InputDims, layout: ActionLayout, part
         net = QNetwork(encoder, core, dims.n_actions, layout.legal, head_mask=False)
         initialise(net, "regym")
         return net
-    if c.core not in ARCHI_CORES:
+    if c.core not in (*ARCHI_CORES, USER):
         raise ValueError(f"core must be one of {CORES}, got {c.core!r}")
     encoder = ArchiEncoder(dims, c.archi_obs, c.archi_comm, partner_action)
     if c.core == "archi_lstm":
         core = LSTMCore(encoder.out_dim, (c.archi_lstm,), residual=False)
+    elif c.core == USER:
+        from reprobench.s2b.user_core import UserCore
+
+        core = UserCore(c.user_core, encoder.out_dim)
     elif c.core == "esbn":
         core = ESBNCore(encoder.out_dim, c.esbn_controller, c.esbn_key, c.esbn_lstm, c.esbn_out, c.memory_capacity,
                         c.recon_slots, c.empty_slots)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from reprobench.core.benchmark import Product, Targets, alternatives
 from reprobench.core.errors import ConfigError
-from reprobench.core.plugins import USER_CLASS, check_user_class, run_id
+from reprobench.core.plugins import USER_CLASS, check_user_class, run_id, torch_stub
 
 ROOT, LOGS, TIMINGS = "results/s2b", "logs/s2b", "benchmarks/s2b"
 SPEAKER_CURVE = f"{ROOT}/curves/experiment=speaker/seed={{seed}}.parquet"  # per episode: the PS's metrics
@@ -48,6 +48,8 @@ EXPERIMENTS = {
 R2D2 = "r2d2"  # Table 2's own listener in s2b.zsct.models; anything else is a user's agent (reprobench.s2b.agents)
 RECALL = "fig5"  # the experiment without a query phase (the recall task)
 AGENT_METHODS = ("act", "observe", "policy")  # what reprobench.s2b.agents.run_agent calls on a user's agent
+USER_CORE_EXPERIMENT = "table4"  # the experiment whose models may include a user's core (reprobench.s2b.user_core)
+CORE_METHODS = ("forward", "state_spec")  # what a user's core must define
 PRODUCTS = {"table4": "table4", "fig5": "figure5", "fig6": "figure6"}  # experiment -> the product it alone feeds
 SIZES = ("tiny", "reference")  # tiny: train.small (test-sized networks and replay, 4 actors); reference: the preset
 
@@ -102,7 +104,7 @@ class Grid:
             if model != R2D2 and not USER_CLASS.match(model):
                 raise ConfigError("s2b.zsct.models", f"unknown model '{model}' (known: {R2D2}, or a user's agent "
                                   "class as 'package.module:Class')")
-        for spec in self.user_models().values():  # found now, not when its job runs
+        for spec in [m for m in z["models"] if m != R2D2]:  # found now, not when its job runs
             check_user_class(spec, "s2b.zsct.models", required=AGENT_METHODS)
         for key in ("n_oc", "shots"):
             if any(v < 1 for v in z[key]):
@@ -119,10 +121,15 @@ class Grid:
             for key in ("observations", "eval_every"):
                 if experiment not in e[key]:
                     raise ConfigError(f"s2b.experiments.{key}", f"has no entry for '{experiment}', which has seeds")
-            unknown = sorted(set(models) - set(EXPERIMENTS[experiment]))
+            key = f"s2b.experiments.seeds.{experiment}"
+            users = [m for m in models if experiment == USER_CORE_EXPERIMENT and USER_CLASS.match(m)]
+            unknown = sorted(set(models) - set(EXPERIMENTS[experiment]) - set(users))
             if unknown:
-                raise ConfigError(f"s2b.experiments.seeds.{experiment}", f"unknown model(s) {unknown}; known: "
-                                  f"{sorted(EXPERIMENTS[experiment])}")
+                raise ConfigError(key, f"unknown model(s) {unknown}; known: {sorted(EXPERIMENTS[experiment])}" + (
+                    ", or a user's core class as 'package.module:Class'" if experiment == USER_CORE_EXPERIMENT
+                    else ""))
+            for spec in users:  # found now, not when its job runs
+                check_user_class(spec, key, required=CORE_METHODS, unimplemented=torch_stub)
             every, budget = e["eval_every"][experiment], e["observations"][experiment]
             if every > budget:
                 raise ConfigError(f"s2b.experiments.eval_every.{experiment}", f"{every} is larger than "
@@ -158,12 +165,13 @@ class Grid:
                 for o in z["n_oc"] for s in z["shots"] for v in z["variants"] for seed in range(z["seeds"])]
 
     def user_models(self) -> dict[str, str]:
-        """{run id: 'package.module:Class'} of the user's agents in s2b.zsct.models."""
-        return {run_id(m): m for m in self.cfg["zsct"]["models"] if m != R2D2}
+        """{run id: 'package.module:Class'} of the user's agents in s2b.zsct.models and cores in Table 4."""
+        cores = self.cfg["experiments"]["seeds"].get(USER_CORE_EXPERIMENT) or {}
+        return {run_id(m): m for m in [*self.cfg["zsct"]["models"], *cores] if USER_CLASS.match(m)}
 
     def experiment_models(self, experiment: str) -> dict[str, int]:
-        """{model: seeds} of an experiment; {} when it is switched off (null) or absent."""
-        return self.cfg["experiments"]["seeds"].get(experiment) or {}
+        """{model run id: seeds} of an experiment; {} when it is switched off (null) or absent."""
+        return {run_id(m): n for m, n in (self.cfg["experiments"]["seeds"].get(experiment) or {}).items()}
 
     def experiment_curves(self, experiment: str) -> list[str]:
         a = self.cfg["experiments"]

@@ -11,6 +11,7 @@ import pandas as pd
 
 from reprobench.core import compare, curves, plotting, tables
 from reprobench.core.compare import Interval
+from reprobench.core.plugins import display_name
 from reprobench.s2b import PAPER, probes, published
 from reprobench.s2b.grid import R2D2
 from reprobench.s2b.speaker import posdis_message
@@ -179,7 +180,7 @@ def table4(zsct: pd.DataFrame, stem: str) -> list[str]:
     header = ["Variant", "Core", "ZSCT (ours)", "ZSCT (paper)", "Seeds"]
     rows, data = [], []
     for r in stats.itertuples():
-        paper = TABLE4_MODELS.get(r.model, r.model)
+        paper = display_name(r.model, TABLE4_MODELS)  # a user's core: 'Class (yours)', no paper cell
         rows.append([r.variant, paper, _fmt(r.mean, r.std), _paper_cell("table4", paper), str(r.n_seeds)])
         data.append({"variant": r.variant, "model": r.model, "mean": r.mean, "std": r.std,
                      "n_seeds": int(r.n_seeds), "published": _paper("table4", "acc_zsct", paper)})
@@ -188,7 +189,10 @@ def table4(zsct: pd.DataFrame, stem: str) -> list[str]:
     note = (f"Scale: {curves.scale_label(runs) if len(runs) else '—'}; {budget:,} observations per run (paper: 10M, "
             "32 actors); the last greedy evaluation's query-phase accuracy (chance 50%). The Archi cores as run "
             "(specs/s2b.md 4.3 B-D), N_dim = 3, V in [2, 3] (V = 4, A = 171), the reconstruction loss on "
-            "(adaptive period), Table 4's training cadence (reprobench.s2b.train).")
+            "(adaptive period), Table 4's training cadence (reprobench.s2b.train)." +
+            (" A core marked (yours) is a user's (reprobench.s2b.user_core) in the Archi LSTM's place: the same "
+             "encoder, head, learner and reconstruction." if any(display_name(m, TABLE4_MODELS).endswith("(yours)")
+                                                                for m in stats["model"]) else ""))
     return tables.write_all(stem, header, rows, rows, pd.DataFrame(data), note=note)
 
 
@@ -386,7 +390,7 @@ def comparison_rows(probes_frame: pd.DataFrame, zsct: pd.DataFrame | None = None
                    lambda r: (f"O={r.n_oc} S={r.shots}" + ("" if r.model == R2D2 else f" ({r.model})"),
                               f"O={r.n_oc} S={r.shots}")),
                   ("table4", "table4", ("variant", "model"),
-                   lambda r: (TABLE4_MODELS.get(r.model, r.model), TABLE4_MODELS.get(r.model)))]
+                   lambda r: (display_name(r.model, TABLE4_MODELS), TABLE4_MODELS.get(r.model)))]
         pub = published.tables()
         for result, experiment, by, label in tables:
             for r in _zsct_stats(zsct, experiment, by).itertuples():

@@ -5,11 +5,11 @@ Table 2, Table 4 or Figure 6 with an evaluation record per eval_every observatio
 from __future__ import annotations
 
 from reprobench.core import curves
-from reprobench.core.plugins import load_class, run_id
+from reprobench.core.plugins import USER_CLASS, load_class, run_id
 from reprobench.core.progress import Progress
 from reprobench.core.provenance import Timer
 from reprobench.s2b import PAPER, probes
-from reprobench.s2b.grid import EXPERIMENTS, R2D2, SIZES
+from reprobench.s2b.grid import EXPERIMENTS, SIZES
 
 SPEAKER_SETTING = {"n_dims": 3, "v_min": 2, "v_max": 5, "n_oc": 4, "max_len": 4, "n_points": 256, "batch_size": 32}
 
@@ -98,13 +98,19 @@ def zsct_config(n_oc: int, shots: int, variant: str, seed: int, sizes: str, budg
 def experiment_config(experiment: str, model: str, variant: str, seed: int, sizes: str, budget: int,
                         eval_every: int):
     """A Table 1 (multi-agent), Table 4 or Figure 5/6 run: grid.EXPERIMENTS[experiment][model] names the preset and
-    whether the auxiliary reconstruction is on."""
+    whether the auxiliary reconstruction is on; a user's 'package.module:Class' (Table 4 only) is its core in the
+    Archi LSTM's preset (reprobench.s2b.user_core)."""
     import dataclasses
 
-    from reprobench.s2b import train
+    from reprobench.s2b import train, user_core
 
-    name, recon = EXPERIMENTS[experiment][model]
+    if USER_CLASS.match(model):  # a user's core, in Table 4's preset around it (reprobench.s2b.user_core)
+        (name, recon), net = user_core.PRESET, {"core": "user", "user_core": model}
+    else:
+        (name, recon), net = EXPERIMENTS[experiment][model], {}
     config = train.preset(name)
+    if net:
+        config = dataclasses.replace(config, net=dataclasses.replace(config.net, **net))
     if not recon:
         config = dataclasses.replace(config, recon=dataclasses.replace(config.recon, enabled=False))
     return _sized(config, variant, seed, sizes, budget, eval_every)
@@ -128,16 +134,18 @@ def train_run(config, experiment: str, model: str, setting: dict, variant: str, 
               device: str, checkpoint: str | None = None, checkpoint_minutes: float = 10.0) -> None:
     """Train `config` to its budget and write its evaluations as one curve file: R2D2 (resuming from `checkpoint`,
     saved at every evaluation and every `checkpoint_minutes` between them: train.run), or, for Table 2's model
-    'package.module:Class', a user's agent (reprobench.s2b.agents, no checkpoint)."""
+    'package.module:Class', a user's agent (reprobench.s2b.agents, no checkpoint). A user's Table 4 core trains as
+    R2D2 does; both are recorded under their run id, with the class in the setting's user_class."""
     import dataclasses
 
     from reprobench.core import checkpoint as checkpoints
     from reprobench.s2b import agents, train
 
-    user = experiment == "zsct" and model != R2D2
+    user = bool(USER_CLASS.match(model))  # a user's agent (Table 2) or core (Table 4)
+    agent = user and experiment == "zsct"
     marl = None
     with Timer() as timer:
-        if user:
+        if agent:
             records = agents.run_agent(load_class(model, "s2b.zsct.models"), config, device, progress=True)
         else:
             if config.task == "marl":  # Table 1: the probe's size follows the run's (MARLConfig)
@@ -152,7 +160,7 @@ def train_run(config, experiment: str, model: str, setting: dict, variant: str, 
         setting = {**setting, "user_class": model}
         model = run_id(model)
     record = curves.provenance(paper=PAPER.id, experiment=experiment, model=model, seed=config.seed, scale=scale,
-                               variant=variant, setting={**setting, "core": None if user else config.net.core,
+                               variant=variant, setting={**setting, "core": None if agent else config.net.core,
                                                                 "env": dict(config.env)},
                                config={"sizes": sizes, **{k: v for k, v in dataclasses.asdict(config).items()
                                                           if k != "env"},

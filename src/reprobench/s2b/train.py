@@ -67,6 +67,7 @@ from reprobench.s2b.cores import (
     ACTION_KINDS,
     ARCHI_CORES,
     INPUT_KEYS,
+    USER,
     ActionLayout,
     InputDims,
     NetConfig,
@@ -212,7 +213,8 @@ def small(config: TrainConfig) -> TrainConfig:
     2's environment."""
     net = tiny_net(config.net.core, fc_activation=config.net.fc_activation, dnc_recon=config.net.dnc_recon,
                    empty_slots=config.net.empty_slots, dnc_interface=config.net.dnc_interface,
-                   dnc_controller=(16,) * len(config.net.dnc_controller))  # the recall DNC's one layer stays one
+                   dnc_controller=(16,) * len(config.net.dnc_controller),  # the recall DNC's one layer stays one
+                   user_core=config.net.user_core)
     r2d2 = dataclasses.replace(config.r2d2, batch_size=8, replay_capacity=4000, min_capacity=200,
                                min_handled=min(config.r2d2.min_handled, 200))
     return dataclasses.replace(config, n_actors=4, net=net, r2d2=r2d2,
@@ -432,7 +434,7 @@ class Trainer:
             self.learner = self._learner(self._network())
             self.recon = None
             if config.recon.enabled:
-                scale = config.recon.stimulus_scale or ("raw" if config.net.core in ARCHI_CORES else "unit")
+                scale = config.recon.stimulus_scale or ("raw" if config.net.core in (*ARCHI_CORES, USER) else "unit")
                 self.recon = Reconstruction(self.learner.net, config.recon, gc.stimulus_dim, gc.vocab_size,
                                             gc.max_sentence_length, scale, self.device)
         self.net = self.learner.net
