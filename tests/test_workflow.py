@@ -231,7 +231,7 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
             assert (results / f"calm/figures/{name}.{ext}").stat().st_size > 0
     table1 = (results / "calm/tables/table1.md").read_text()
     assert "| multilingual λ=200 ppl |" in table1
-    assert "| faithful | PoE+PW 30 |" in table1 and "| faithful | tiny_user_lm:TinyLM |" in table1
+    assert "| faithful | PoE+PW 30 |" in table1 and "| faithful | TinyLM (yours) |" in table1
     assert "SYNTHETIC STAND-IN" in table1 and "Transformer" not in table1  # Appendix C's, on the dev halves
     calm_comparison = pd.read_csv(results / "calm/comparison.csv")
     # Table 1 is published at lambda 10k/100k/20k only: the small scale's lambda 200 has no row to compare
@@ -252,7 +252,7 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
     table2 = (results / "s2b/tables/table2_zsct.md").read_text()
     # the user's scripted agent (tests/plugins) lands in Table 2 next to R2D2, scored by the same evaluation
     assert "| R2D2 | faithful | 1 |" in table2
-    assert "| scripted_listener.PerfectListener | faithful | 1 | 100.00 ± 0.00 | 62.23 ± 3.67 |" in table2
+    assert "| PerfectListener (yours) | faithful | 1 | 100.00 ± 0.00 | 62.23 ± 3.67 |" in table2
     table4 = (results / "s2b/tables/table4_architectures.md").read_text()
     assert "| faithful | LSTM |" in table4
     assert "| faithful | TinyGRUCore (yours) | " in table4 and "| — | 2 |" in table4  # tests/plugins/tiny_user_s2b_core

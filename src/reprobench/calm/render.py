@@ -13,6 +13,7 @@ from reprobench.calm.summary import stream_frame
 from reprobench.core import compare, curves, plotting, tables
 from reprobench.core.compare import Interval
 from reprobench.core.errors import ResultsFileError
+from reprobench.core.plugins import display_name, run_id
 
 METRICS = (("total_pp", "ppl"), ("ppl@sw", "ppl@sw"), ("rec", "rec"))
 STAND_IN = "SYNTHETIC STAND-IN: generated corpora, not the paper's; the numbers say nothing about the paper."
@@ -25,7 +26,8 @@ WEIGHT_WINDOW = 100  # Figure 1(e), Appendix B: the last 100 batches
 
 
 def _label(model: str) -> str:
-    return zoo.LABELS.get(model, model)
+    """The paper's name of a model, or 'Class (yours)' for a user's 'package.module:Class'."""
+    return display_name(run_id(model), zoo.LABELS)
 
 
 def _lam(lam: int) -> str:

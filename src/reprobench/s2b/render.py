@@ -141,7 +141,8 @@ def _zsct_stats(zsct: pd.DataFrame, experiment: str = "zsct", by=("model", "vari
 
 
 def _model_label(model: str) -> str:
-    return "R2D2" if model == R2D2 else model
+    """R2D2, or a user's agent as 'Class (yours)'."""
+    return display_name(model, {R2D2: "R2D2"})
 
 
 def table2(zsct: pd.DataFrame, stem: str) -> list[str]:
