@@ -169,7 +169,7 @@ def test_table2_and_its_comparison_on_hand_made_runs(tmp_path):
     md = (tmp_path / "t2.md").read_text()
     # R2D2 first (mean and ddof-1 std by hand), the user's agent after it, the paper's column on both
     assert md.index("| R2D2 | faithful | 1 | 62.00 ± 2.00 | 62.23 ± 3.67 |") < md.index(
-        "| user_pkg.Agent | faithful | 1 | 100.00 ± 0.00 | 62.23 ± 3.67 |")
+        "| Agent (yours) | faithful | 1 | 100.00 ± 0.00 | 62.23 ± 3.67 |")
     rows = {r["row"]: r for r in render.comparison_rows(probe_rows(), zsct) if r["result"] == "table2"}
     row = rows["O=1 S=1"]
     # ours [60, 64] against the paper's [58.56, 65.90]: overlap; 3 seeds are too few to be informative
