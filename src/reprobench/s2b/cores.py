@@ -315,6 +315,7 @@ class Core(nn.Module):
 
     out_dim: int
     recon_dim: int
+    own_init = False  # True for a user's core (user_core.UserCore): initialise leaves its modules as built
 
     def state_spec(self) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
         raise NotImplementedError
@@ -736,7 +737,7 @@ def initialise(net: QNetwork, style: str) -> None:
     for every Linear and LSTM layer but the self-attention modules' (PyTorch's own, as Archi left them); the dueling
     head is Regym's DuelingLayer in both; the DNC's interface and output layers as Regym's DNC."""
     attention = {id(m) for a in net.modules() if isinstance(a, nn.MultiheadAttention) for m in a.modules()}
-    if getattr(net.core, "spec", None):  # a user's core keeps its own initialisation
+    if net.core.own_init:  # a user's core keeps its own initialisation
         attention |= {id(m) for m in net.core.modules()}
     for m in net.modules():
         if id(m) in attention:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from reprobench.core import compare, curves, plotting, tables
 from reprobench.core.compare import Interval
-from reprobench.core.plugins import display_name
+from reprobench.core.plugins import display_name, spec_of
 from reprobench.s2b import PAPER, probes, published
 from reprobench.s2b.grid import R2D2
 from reprobench.s2b.speaker import posdis_message
@@ -192,8 +192,7 @@ def table4(zsct: pd.DataFrame, stem: str) -> list[str]:
             "(specs/s2b.md 4.3 B-D), N_dim = 3, V in [2, 3] (V = 4, A = 171), the reconstruction loss on "
             "(adaptive period), Table 4's training cadence (reprobench.s2b.train)." +
             (" A core marked (yours) is a user's (reprobench.s2b.user_core) in the Archi LSTM's place: the same "
-             "encoder, head, learner and reconstruction." if any(display_name(m, TABLE4_MODELS).endswith("(yours)")
-                                                                for m in stats["model"]) else ""))
+             "encoder, head, learner and reconstruction." if any(map(spec_of, stats["model"])) else ""))
     return tables.write_all(stem, header, rows, rows, pd.DataFrame(data), note=note)
 
 

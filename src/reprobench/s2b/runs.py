@@ -103,9 +103,10 @@ def experiment_config(experiment: str, model: str, variant: str, seed: int, size
     import dataclasses
 
     from reprobench.s2b import train, user_core
+    from reprobench.s2b.cores import USER
 
     if USER_CLASS.match(model):  # a user's core, in Table 4's preset around it (reprobench.s2b.user_core)
-        (name, recon), net = user_core.PRESET, {"core": "user", "user_core": model}
+        (name, recon), net = user_core.PRESET, {"core": USER, "user_core": model}
     else:
         (name, recon), net = EXPERIMENTS[experiment][model], {}
     config = train.preset(name)

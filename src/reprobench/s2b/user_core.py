@@ -35,6 +35,8 @@ PRESET = ("table4_lstm", True)  # the preset around a user's core (Archi encoder
 class UserCore(Core):
     """A user's core (module docstring) behind the `cores.Core` interface."""
 
+    own_init = True
+
     def __init__(self, spec: str, in_dim: int):
         super().__init__()
         self.spec = spec
