@@ -65,12 +65,14 @@ def write_config(workdir, edit):
 
 
 USER_CORE = "tiny_user_s2b_core:TinyGRUCore"  # S2B Table 4's user core (tests/plugins)
+USER_ARCHITECTURE = "scripted_atari:ScriptedAtari"  # AMTLB's architecture under test (tests/plugins)
 
 
 def tiny(config):
     """The tiny configuration: every rule of arith (two user's units from tests/plugins on addition), WADE (IMDB on
     its synthetic stand-in; a user's sequence model from tests/plugins beside the paper's) and CALM (a user's model
-    from tests/plugins next to PoE+PW 30 and the Transformer) and S2B's agent-free parts in a few minutes."""
+    from tests/plugins next to PoE+PW 30 and the Transformer), S2B (a user's listener in Table 2 and core in Table 4)
+    and AMTLB (a user's scripted architecture) in a few minutes: every benchmark's "Your model" table."""
     a = config["arith"]
     a.update(eval_every=50, selection_window=4, validation_size=500, test_size=500)
     a["threshold"]["samples"] = 20000
@@ -89,7 +91,10 @@ def tiny(config):
     config["s2b"]["disentanglement"].update(n_oc=[1])
     config["s2b"]["zsct"].update(models=["r2d2", "scripted_listener:PerfectListener"], n_oc=[1], shots=[1],
                                  observations=300, eval_every=150)
-    config["amtlb"].update(games=["breakout", "pong"], frames_per_game=1200, num_envs=2, grid_points=10)
+    # AMTLB's architecture under test is the user's scripted one (tests/plugins): PPO's runs, resumes and
+    # determinism are tested in test_amtlb_ppo and test_amtlb_runs
+    config["amtlb"].update(games=["breakout", "pong"], frames_per_game=1200, num_envs=2, grid_points=10,
+                           architecture=USER_ARCHITECTURE)
     config["s2b"]["experiments"].update(seeds={"table1": {"s1": 2}, "table4": {"lstm": 2, USER_CORE: 2},
                                                "fig5": {"ohe": 2}, "fig6": {"lstm_rec": 2}},
                                         observations={"table1": 300, "table4": 300, "fig5": 200, "fig6": 300},

@@ -205,7 +205,7 @@ def _empty_cases():
     return {  # name: (the empty file, argv with {e} for it and {ok} for a good file of the same kind)
         "calm table1": (runs, ["calm", "table1", "--runs", "{e}", "--out", *table]),
         "calm table4": (runs, ["calm", "table4", "--runs", "{e}", "--out", *table]),
-        "calm compare": (runs, ["calm", "compare", "--runs", "{e}", "--out", "c.csv"]),
+        "calm compare": (runs, ["calm", "compare", "--runs", "{e}", "--out", "c.csv", "--yours", "y.csv"]),
         "calm figure1b runs": (runs, ["calm", "figure1b", "--runs", "{e}", "--switch", "{sw}", "--variant",
                                       "faithful", "--out", *figure]),
         "calm figure1b switch": (switch, ["calm", "figure1b", "--runs", "{runs}", "--switch", "{e}", "--variant",
@@ -213,14 +213,15 @@ def _empty_cases():
         "s2b table2": (zsct, ["s2b", "table2", "--zsct", "{e}", "--out", *table]),
         "s2b table1": (probes, ["s2b", "table1", "--probes", "{e}", "--out", *table]),
         "s2b tableD2": (probes, ["s2b", "tableD2", "--probes", "{e}", "--out", *table]),
-        "s2b compare": (zsct, ["s2b", "compare", "--probes", "{probes}", "--zsct", "{e}", "--out", "c.csv"]),
+        "s2b compare": (zsct, ["s2b", "compare", "--probes", "{probes}", "--zsct", "{e}", "--out", "c.csv",
+                                "--yours", "y.csv"]),
         "amtlb transfer": (transfer, ["amtlb", "transfer", "--metrics", "{e}", "--out", *table]),
         "amtlb transfer-ratio": (transfer, ["amtlb", "transfer-ratio", "--metrics", "{e}", "--out", *figure]),
         "amtlb transfer-per-game": (transfer, ["amtlb", "transfer-per-game", "--metrics", "{e}", "--out", *figure]),
         "amtlb multitask-scores": (scores, ["amtlb", "multitask-scores", "--metrics", "{e}", "--out", *table]),
         "amtlb multitask-curves": (multitask, ["amtlb", "multitask-curves", "--metrics", "{e}", "--out", *figure]),
         "amtlb compare": (scores, ["amtlb", "compare", "--scores", "{e}", "--frames-per-game", "100", "--out",
-                                   "c.csv"]),
+                                   "c.csv", "--yours", "y.csv", "--architecture", "ppo"]),
     }
 
 
@@ -279,7 +280,8 @@ def test_amtlb_tables_and_figures_refuse_another_aggregate(stage, aggregate, tmp
     path = tmp_path / f"{aggregate}.parquet"
     curves.write_frame(pd.DataFrame({c: [1] for c in COLUMNS[aggregate]}), path,
                        curves.summary_record(AMTLB.id, aggregate, "aggregate", "small", "faithful"))
-    out = ["--out", tmp_path / "c.csv", "--frames-per-game", "100", "--scores"] if stage == "compare" else \
+    out = ["--out", tmp_path / "c.csv", "--yours", tmp_path / "y.csv", "--architecture", "ppo", "--frames-per-game",
+           "100", "--scores"] if stage == "compare" else \
         ["--out", *(tmp_path / f"x{e}" for e in ((".png", ".pdf") if "-" in stage and "scores" not in stage
                                                  else (".md", ".csv", ".tex"))), "--metrics"]
     code, err = run(["amtlb", stage, *out, path], capsys)

@@ -319,6 +319,32 @@ def test_tiny_end_to_end_run_makes_table_figure_comparison_and_report(tiny_local
 
 
 @pytest.mark.slow
+def test_the_report_puts_each_benchmarks_user_class_beside_the_paper_models(tiny_local_run):
+    """Issue 29's "Your model": the tiny config names a user's class in every benchmark (tests/plugins)."""
+    results = tiny_local_run / "results"
+    report = (results / "report.md").read_text()
+    expected = {  # a row of the user's class (bold) and one of a paper's model of the same setting
+        "arith": ["| operations | add | success | faithful | **ExactAdd (yours)** | 1 [0.3424, 1] | Wilson 95% | 2 "
+                  "| — |", "| operations | add | success | faithful | Linear | — | — | — | 1 [0.96, 1] |"],
+        "wade": ["| table4 | task 5 | wade | faithful | **TinyGRU (yours)** |",
+                 "| table4 | task 5 | wade | faithful | RNN |",
+                 "| table2 | IMDB | max_accuracy | faithful | **TinyClassifier (yours)** |"],
+        "calm": ["| **TinyLM (yours)** |", "| PoE+PW 30 |"],
+        "s2b": ["| table2 | O=1 S=1 | acc_zsct | faithful | **PerfectListener (yours)** | 100 [100, 100] | mean ± std "
+                "| 2 | — |",
+                "| table4 | Archi task | acc_zsct | faithful | **TinyGRUCore (yours)** |",
+                "| table4 | Archi task | acc_zsct | faithful | DCEM | — | — | — | 81.9 [81.31, 82.49] |"],
+        "amtlb": ["| **ScriptedAtari (yours), fresh on the game** |", "| random agent |",
+                  "| DQN (sb3_zoo_monitor, 10,000,000 frames) | — | — | — | 3762 |"],
+    }
+    for key, lines in expected.items():
+        table = (results / f"{key}/tables/yours.md").read_text()
+        assert all(line in table for line in lines), (key, table)
+        assert f"### Your model `results/{key}/tables/yours.md`" in report and table in report, key
+        rows = pd.read_csv(results / f"{key}/yours.csv")
+        assert rows["yours"].any() and rows.loc[rows["yours"], "published"].isna().all(), key
+
+
 def test_html_report_holds_every_table_and_figure_with_its_caption(tiny_local_run):
     """`snakemake --report results/report.html` (the README's command) after the tiny run."""
     workdir = tiny_local_run
@@ -329,11 +355,13 @@ def test_html_report_holds_every_table_and_figure_with_its_caption(tiny_local_ru
     finally:
         page.unlink(missing_ok=True)  # the Slurm test compares this results folder with its own
     from reprobench import benchmarks
+    from reprobench.core import yours
 
     config = yaml.safe_load((workdir / "config.yaml").read_text())
     for key in benchmarks.KEYS:
         targets = benchmarks.grid(key, config[key]).targets()
-        for product in targets.tables + targets.figures:
+        mine = [yours.product(f"results/{key}", benchmarks.paper(key).title)]  # every benchmark names a user's class
+        for product in targets.tables + targets.figures + mine:
             for path in product.files():
                 assert Path(path).name in text, path
             caption = html.escape(product.caption[:60], quote=False)

@@ -3,6 +3,7 @@
     reprobench inspect PATH [--config config.yaml]     summarise cached Parquet files, list missing runs
     reprobench report --out results/report.md ...      the Markdown report over all benchmarks
     reprobench reproduction --out ... --comparisons ...  what was reproduced, with every miss explained
+    reprobench yours --rows results/<key>/yours.csv --out ...  the "Your model" table of one benchmark
     reprobench <key> <stage> ...                       one benchmark's stages (`reprobench <key> -h`)
 """
 
@@ -46,6 +47,12 @@ def cmd_reproduction(args) -> None:
     reproduction.write(args.out, headings, args.comparisons)
 
 
+def cmd_yours(args) -> None:
+    from reprobench.core import yours
+
+    yours.table(args.rows, args.out[0].rsplit(".", 1)[0])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="reprobench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -69,6 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.add_argument("--comparisons", nargs="+", required=True, help="results/<key>/comparison.csv")
     p.set_defaults(func=cmd_reproduction)
+
+    p = sub.add_parser("yours", help="write a benchmark's 'Your model' table from its compare stage's rows")
+    p.add_argument("--rows", required=True, help="results/<key>/yours.csv")
+    p.add_argument("--out", nargs="+", required=True, help="results/<key>/tables/yours.{md,csv,tex}")
+    p.set_defaults(func=cmd_yours)
 
     for key in benchmarks.KEYS:
         benchmarks.register_cli(key, sub)

@@ -272,13 +272,16 @@ rule amtlb_compare:
     input:
         amtlb.SCORES,
     output:
-        amtlb.COMPARISON,
+        csv=amtlb.COMPARISON,
+        yours=yours.rows_file(amtlb.ROOT),
     log:
         amtlb.COMPARISON_LOG,
     conda:
         ENV
     params:
         frames=A["frames_per_game"],
+        architecture=A["architecture"],
     shell:
-        "python -m reprobench amtlb compare --scores {input:q} --frames-per-game {params.frames:q} --out {output:q} "
+        "python -m reprobench amtlb compare --scores {input:q} --frames-per-game {params.frames:q} "
+        "--architecture {params.architecture:q} --out {output.csv:q} --yours {output.yours:q} "
         "2> {log:q}"

@@ -143,10 +143,11 @@ rule arith_compare:
     input:
         ARITH.groups(arith.EXPERIMENTS),
     output:
-        arith.COMPARISON,
+        csv=arith.COMPARISON,
+        yours=yours.rows_file(arith.ROOT),
     log:
         arith.COMPARISON_LOG,
     conda:
         ENV
     shell:
-        "python -m reprobench arith compare --groups {input:q} --out {output:q} 2> {log:q}"
+        "python -m reprobench arith compare --groups {input:q} --out {output.csv:q} --yours {output.yours:q} 2> {log:q}"

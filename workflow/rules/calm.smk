@@ -288,7 +288,8 @@ rule calm_compare:
         runs=calm.RUNS,
         weights=[pair.split("=", 1)[1] for pair in CALM.weight_curves()],
     output:
-        calm.COMPARISON,
+        csv=calm.COMPARISON,
+        yours=yours.rows_file(calm.ROOT),
     log:
         calm.COMPARISON_LOG,
     conda:
@@ -297,4 +298,4 @@ rule calm_compare:
         weights=CALM.weight_curves(),
     shell:
         "python -m reprobench calm compare --runs {input.runs:q} --weight-curves {params.weights:q} "
-        "--out {output:q} 2> {log:q}"
+        "--out {output.csv:q} --yours {output.yours:q} 2> {log:q}"

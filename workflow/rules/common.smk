@@ -20,7 +20,7 @@ envvars:
 
 
 from reprobench import benchmarks  # noqa: E402
-from reprobench.core import schema  # noqa: E402
+from reprobench.core import schema, yours  # noqa: E402
 from reprobench.core.errors import ConfigError  # noqa: E402
 
 ENV = "../../envs/reprobench.yaml"
@@ -107,9 +107,17 @@ def reported(key, product):
     }
 
 
+def yours_table(key):
+    """The benchmark's "Your model" table (core.yours) where its config names a user's class, else None."""
+    if not yours.names_user_class(config[key]):
+        return None
+    return yours.product(f"results/{key}", benchmarks.paper(key).title)
+
+
 def get_all_targets():
-    """Every benchmark's tables, figures and comparison."""
-    return [path for key in benchmarks.KEYS for path in GRIDS[key].targets().files()]
+    """Every benchmark's tables, figures and comparison, and its "Your model" table where it has one."""
+    paths = [path for key in benchmarks.KEYS for path in GRIDS[key].targets().files()]
+    return paths + [path for key in benchmarks.KEYS if yours_table(key) for path in yours_table(key).files()]
 
 
 def get_report_inputs(wildcards):
@@ -117,7 +125,7 @@ def get_report_inputs(wildcards):
     inputs = {"tables": [], "figures": [], "comparisons": []}
     for key in benchmarks.KEYS:
         targets = GRIDS[key].targets()
-        inputs["tables"] += [f"{t.stem}.md" for t in targets.tables]
+        inputs["tables"] += [f"{t.stem}.md" for t in targets.tables + [yours_table(key)] if t]
         inputs["figures"] += [f"{f.stem}.png" for f in targets.figures]
         inputs["comparisons"] += targets.comparisons
     return inputs

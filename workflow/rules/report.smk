@@ -7,6 +7,29 @@ localrules:
     reproduction,
 
 
+# "Your model" (core.yours): for each benchmark whose config names a user's class, its compare stage's rows
+# (results/<key>/yours.csv) as a table beside the paper's, in results/report.md and the HTML report.
+for key in benchmarks.KEYS:
+    if yours_table(key):
+
+        rule:
+            name:
+                f"{key}_yours"
+            input:
+                yours.rows_file(f"results/{key}"),
+            output:
+                **reported(key, yours_table(key)),
+            log:
+                yours_table(key).log,
+            localrule: True
+            conda:
+                ENV
+            params:
+                caption=yours_table(key).caption,
+            shell:
+                "python -m reprobench yours --rows {input:q} --out {output:q} 2> {log:q}"
+
+
 rule report:
     input:
         unpack(get_report_inputs),

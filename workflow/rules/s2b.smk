@@ -305,10 +305,11 @@ rule s2b_compare:
         probes=s2b.PROBES,
         zsct=s2b.ZSCT,
     output:
-        s2b.COMPARISON,
+        csv=s2b.COMPARISON,
+        yours=yours.rows_file(s2b.ROOT),
     log:
         s2b.COMPARISON_LOG,
     conda:
         ENV
     shell:
-        "python -m reprobench s2b compare --probes {input.probes:q} --zsct {input.zsct:q} --out {output:q} 2> {log:q}"
+        "python -m reprobench s2b compare --probes {input.probes:q} --zsct {input.zsct:q} --out {output.csv:q} --yours {output.yours:q} 2> {log:q}"

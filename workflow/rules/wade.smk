@@ -320,11 +320,12 @@ rule wade_compare:
         mean_curves=wade.SYNTHETIC_MEAN_CURVES,
         imdb_runs=wade.IMDB_RUNS,
     output:
-        wade.COMPARISON,
+        csv=wade.COMPARISON,
+        yours=yours.rows_file(wade.ROOT),
     log:
         wade.COMPARISON_LOG,
     conda:
         ENV
     shell:
         "python -m reprobench wade compare --runs {input.runs:q} --mean-curves {input.mean_curves:q} "
-        "--imdb-runs {input.imdb_runs:q} --out {output:q} 2> {log:q}"
+        "--imdb-runs {input.imdb_runs:q} --out {output.csv:q} --yours {output.yours:q} 2> {log:q}"

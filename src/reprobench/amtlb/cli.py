@@ -62,6 +62,8 @@ def register(sub) -> None:
     t.add_argument("--scores", required=True)
     t.add_argument("--frames-per-game", type=int, required=True)
     t.add_argument("--out", required=True)
+    t.add_argument("--architecture", required=True, help="the architecture under test (config amtlb.architecture)")
+    t.add_argument("--yours", required=True, help="the rows of the 'Your model' table (core.yours)")
     t.set_defaults(func=cmd_compare)
 
 
@@ -113,7 +115,8 @@ def cmd_product(args) -> None:
 
 def cmd_compare(args) -> None:
     from reprobench.amtlb import render, summary
-    from reprobench.core import compare
+    from reprobench.core import compare, yours
 
     scores = summary.read(args.scores, "scores")
     compare.write(render.comparison_rows(scores, args.frames_per_game), args.out)
+    yours.write_rows(render.yours_rows(scores, args.frames_per_game, args.architecture), args.yours)

@@ -7,8 +7,9 @@ import numpy as np
 import pandas as pd
 
 from reprobench.amtlb import protocol, published
-from reprobench.core import compare, curves, plotting, tables
+from reprobench.core import compare, curves, plotting, tables, yours
 from reprobench.core.compare import Interval
+from reprobench.core.plugins import display_name, run_id, spec_of
 
 RATIOS = {"ratio": "C_pre/C_fresh", "r": "r = ratio - 1", "faithful": "1 - B/A (README)",
           "normalised": "(C_pre - C_rand)/(C_fresh - C_rand)"}
@@ -184,4 +185,35 @@ def comparison_rows(scores: pd.DataFrame, frames_per_game: int) -> list[dict]:
                 not_comparable_because=f"{frames_per_game:,} frames per game against the reference's "
                                        f"{int(r.frames):,}",
                 deviation=compare.deviation(published.DEVIATIONS, "multitask_scores", row, r.measure, "faithful")))
+    return rows
+
+
+YOURS_ROLES = {"specialist": "{name}, fresh on the game", "generalist": "{name}, generalist", "random": "random agent"}
+
+
+def yours_rows(scores: pd.DataFrame, frames_per_game: int, architecture: str) -> list[dict]:
+    """Where the architecture under test is a user's class: per game, its specialist's and generalist's scores
+    (mean, min-max over seeds) beside the random agent's and the published agents' (at their own frame counts)."""
+    if not spec_of(run_id(architecture)):
+        return []
+    name = display_name(run_id(architecture), {})
+    ref = published.reference_scores()
+    rows = []
+    for game, g in scores.groupby("game", sort=False):
+        setting = f"{game}, {frames_per_game:,} frames"
+        for measure, column in published.OURS.items():
+            for role, label in YOURS_ROLES.items():
+                ours = g[g["run"] == role][column]
+                if len(ours):
+                    rows.append(yours.row(
+                        result="multitask_scores", setting=setting, metric=measure, variant="faithful",
+                        model=label.format(name=name), yours=role != "random", spread="min-max over seeds",
+                        reproduced=Interval(float(ours.mean()), float(ours.min()), float(ours.max())),
+                        n_runs=len(ours), scale=curves.scale_label(g)))
+            for r in ref[(ref["game"] == game) & (ref["measure"] == measure)].itertuples():
+                rows.append(yours.row(
+                    result="multitask_scores", setting=setting, metric=measure, variant="faithful",
+                    model=f"{r.agent} ({r.source}, {int(r.frames):,} frames)", yours=False, spread="—",
+                    reproduced=Interval(np.nan), n_runs=0, scale=curves.scale_label(g),
+                    published=Interval(float(r.value))))
     return rows

@@ -50,6 +50,8 @@ def register(sub) -> None:
         t = s.add_parser(name, help=helptext)
         t.add_argument("--groups", nargs="+", required=True, help="per-setting statistics from aggregate")
         add_output(t, name)
+        if name == "compare":
+            t.add_argument("--yours", required=True, help="the rows of the 'Your model' table (core.yours)")
         if name == "figure":
             t.add_argument("--variant", required=True, choices=["faithful", "corrected"])
         t.set_defaults(func=handler, formats=formats)
@@ -166,10 +168,12 @@ def cmd_figure(args) -> None:
 
 
 def cmd_compare(args) -> None:
-    from reprobench.arith.render import comparison
+    from reprobench.arith.render import comparison, yours_rows
     from reprobench.arith.summary import read_groups
-    from reprobench.core import compare
+    from reprobench.core import compare, yours
 
     out = output_stem(args.out, args.formats) + ".csv"
-    frame = compare.write(comparison(read_groups(args.groups)), out)
+    groups = read_groups(args.groups)
+    frame = compare.write(comparison(groups), out)
+    yours.write_rows(yours_rows(groups), args.yours)
     log(f"wrote {out}: {len(frame)} rows, {int(frame['within'].eq(True).sum())} within")

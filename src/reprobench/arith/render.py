@@ -9,7 +9,7 @@ import pandas as pd
 from reprobench.arith import published
 from reprobench.arith.grid import fmt
 from reprobench.arith.paper import display
-from reprobench.core import compare, curves, plotting, stats, tables
+from reprobench.core import compare, curves, plotting, stats, tables, yours
 from reprobench.core.compare import Interval
 from reprobench.core.plugins import spec_of
 
@@ -186,20 +186,11 @@ def comparison(groups: pd.DataFrame) -> list[dict]:
                 return {"deviation": compare.deviation(published.DEVIATIONS, "operations", label, metric, variant),
                         "comparable": not short, "not_comparable_because": short}
 
-            success = p["success_pct"] / 100
-            rows.append(compare.row(metric="success", published=Interval(success, success - p["success_minus"] / 100,
-                                                                         success + p["success_plus"] / 100),
-                                    reproduced=Interval(*r[list(METRIC_COLUMNS["success"])]),
-                                    **known("success"), **common))
-            rows.append(compare.row(metric="solved_at_median", published=Interval(p["solved_at_median"]),
-                                    reproduced=Interval(r["solved_at_median"]), **known("solved_at_median"),
-                                    **common))
-            for metric, plus, minus in (("solved_at_mean", "solved_at_plus", "solved_at_minus"),
-                                        ("sparsity_error", "sparsity_plus", "sparsity_minus")):
-                rows.append(compare.row(metric=metric, published=Interval(p[metric], p[metric] - p[minus],
-                                                                          p[metric] + p[plus]),
-                                        reproduced=Interval(*r[list(METRIC_COLUMNS[metric])]),
-                                        **known(metric), **common))
+            for metric, pub in _published_operation(p).items():  # success, solved-at median and mean, sparsity
+                reproduced = Interval(r[metric]) if metric == "solved_at_median" else \
+                    Interval(*r[list(METRIC_COLUMNS[metric])])
+                rows.append(compare.row(metric=metric, published=pub, reproduced=reproduced, **known(metric),
+                                        **common))
     sweeps = groups[(groups["experiment"] != "operations")
                     & (groups["operation"] == published.FIGURE_OPERATION)].copy()  # published: mul only
     sweeps["key"] = [_sweep_key(r) for _, r in sweeps.iterrows()]  # (apply on no rows makes a frame)
@@ -222,3 +213,62 @@ def comparison(groups: pd.DataFrame) -> list[dict]:
                                     deviation=compare.deviation(published.DEVIATIONS, "parameters", label, "success",
                                                                 r["variant"])))
     return rows
+
+
+YOURS_METRICS = {"success": "Wilson 95%", "solved_at_median": "none", "solved_at_mean": "gamma fit, 95% profile",
+                 "sparsity_error": "beta fit, 95% profile"}  # the operations table's columns and their intervals
+
+
+def yours_rows(groups: pd.DataFrame) -> list[dict]:
+    """Every setting (an operation of the table, a point of a sweep) in which a user's unit ran: each model's success
+    (and, in the table, its solved-at and sparsity error) with the published number where the paper gives one."""
+    table = published.operations_table().set_index(["operation", "model"])
+    figure = published.parameters_figure()
+    groups = groups.copy()
+    groups["setting"] = [r["operation"] if r["experiment"] == "operations" else
+                         f"{r['operation']}, {r['experiment']}={_sweep_key(r)}" for _, r in groups.iterrows()]
+    rows = []
+    for (experiment, setting), g in groups.groupby(["experiment", "setting"], sort=False):
+        if not g["model"].map(spec_of).notna().any():
+            continue
+        result = "operations" if experiment == "operations" else "parameters"
+        for _, r in g.iterrows():
+            for metric, spread in YOURS_METRICS.items() if result == "operations" else [("success", "Wilson 95%")]:
+                pub = yours.NONE
+                if result == "operations" and (r["operation"], r["model"]) in table.index:
+                    pub = _published_operation(table.loc[(r["operation"], r["model"])])[metric]
+                elif result == "parameters" and r["operation"] == published.FIGURE_OPERATION:
+                    p = figure[(figure["experiment"] == experiment) & (figure["model"] == r["model"])
+                               & (figure["value"] == _sweep_key(r))]
+                    pub = Interval(float(p["success_rate"].iloc[0])) if len(p) else pub
+                reproduced = Interval(r[metric]) if metric == "solved_at_median" else \
+                    Interval(*r[list(METRIC_COLUMNS[metric])])
+                rows.append(yours.row(result=result, setting=setting, metric=metric, variant=r["variant"],
+                                      model=display(r["model"]), yours=spec_of(r["model"]) is not None,
+                                      reproduced=reproduced, spread=spread, n_runs=int(r["n_runs"]), scale=r["scale"],
+                                      published=pub))
+        if result == "operations":  # the paper's models of the operation that did not run here: published only
+            for model in sorted(set(table.loc[setting].index) - set(g["model"])) if setting in table.index else []:
+                rows += _published_only(table.loc[(setting, model)], setting, model, g)
+    return rows
+
+
+def _published_operation(p: pd.Series) -> dict[str, Interval]:
+    """The operations table's published numbers of one (operation, model), by metric, with their 95% intervals."""
+    return {
+        "success": Interval(p["success_pct"] / 100, (p["success_pct"] - p["success_minus"]) / 100,
+                            (p["success_pct"] + p["success_plus"]) / 100),
+        "solved_at_median": Interval(p["solved_at_median"]),
+        "solved_at_mean": Interval(p["solved_at_mean"], p["solved_at_mean"] - p["solved_at_minus"],
+                                   p["solved_at_mean"] + p["solved_at_plus"]),
+        "sparsity_error": Interval(p["sparsity_error"], p["sparsity_error"] - p["sparsity_minus"],
+                                   p["sparsity_error"] + p["sparsity_plus"])}
+
+
+def _published_only(p: pd.Series, operation: str, model: str, ran: pd.DataFrame) -> list[dict]:
+    """A paper's model on `operation` that this run did not train: its published numbers, in each variant that ran."""
+    published_values = _published_operation(p)
+    return [yours.row(result="operations", setting=operation, metric=metric, variant=variant, model=display(model),
+                      yours=False, reproduced=yours.NONE, spread="—", n_runs=0, scale=ran["scale"].iloc[0],
+                      published=published_values[metric])
+            for variant in dict.fromkeys(ran["variant"]) for metric in YOURS_METRICS]

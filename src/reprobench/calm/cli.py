@@ -89,6 +89,7 @@ def register(sub) -> None:
     t.add_argument("--runs", required=True)
     t.add_argument("--weight-curves", nargs="*", default=[], help="dataset=path of PoE+PW 30 curves (Appendix B)")
     t.add_argument("--out", required=True)
+    t.add_argument("--yours", required=True, help="the rows of the 'Your model' table (core.yours)")
     t.set_defaults(func=cmd_compare)
 
 
@@ -187,7 +188,7 @@ def cmd_appendix_d(args) -> None:
 
 def cmd_compare(args) -> None:
     from reprobench.calm import render, summary
-    from reprobench.core import compare
+    from reprobench.core import compare, yours
     from reprobench.core.errors import ConfigError
 
     curves = {}
@@ -196,4 +197,6 @@ def cmd_compare(args) -> None:
         if not sep:
             raise ConfigError("weight-curves", f"expected dataset=path, got '{item}'")
         curves[dataset] = path
-    compare.write(render.comparison_rows(summary.read_runs(args.runs), curves), args.out)
+    runs = summary.read_runs(args.runs)
+    compare.write(render.comparison_rows(runs, curves), args.out)
+    yours.write_rows(render.yours_rows(runs), args.yours)

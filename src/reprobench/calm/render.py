@@ -10,7 +10,7 @@ import pandas as pd
 
 from reprobench.calm import models, published, zoo
 from reprobench.calm.summary import stream_frame
-from reprobench.core import compare, curves, plotting, tables
+from reprobench.core import compare, curves, plotting, tables, yours
 from reprobench.core.compare import Interval
 from reprobench.core.errors import ResultsFileError
 from reprobench.core.plugins import display_name, run_id
@@ -366,4 +366,29 @@ def comparison_rows(runs: pd.DataFrame, weight_curves: dict[str, str] | None = N
                 published=Interval(float(p.value)), reproduced=Interval(value), n_runs=1, scale=record["scale"],
                 variant=record["variant"], comparable=not record["setting"]["synthetic"],
                 not_comparable_because=STAND_IN_REASON))
+    return rows
+
+
+def yours_rows(runs: pd.DataFrame) -> list[dict]:
+    """Every Table 1 setting (dataset, λ) in which a user's model ran: each model's ppl, ppl@sw and rec, mean ± std
+    over seeds (pandas' std, as Table 4), with the paper's mean ± std where it gives one (as `comparison_rows`)."""
+    runs = test_runs(runs)
+    if not len(runs):
+        return []
+    pub = published.table1()
+    scale = curves.scale_label(runs) + (" (synthetic data)" if runs["synthetic"].any() else "")
+    rows = []
+    for (dataset, lam), setting in runs.groupby(["dataset", "lambda"], sort=False):
+        if setting["model"].isin(zoo.ALL_MODELS).all():
+            continue
+        for (variant, model), g in setting.groupby(["variant", "model"], sort=False):
+            for metric, column in published.METRICS.items():
+                p = pub[(pub["model"] == model) & (pub["dataset"] == dataset) & (pub["lam"] == lam)
+                        & (pub["metric"] == metric)]
+                paper = Interval(np.nan) if not len(p) else Interval.mean_std(
+                    float(p["mean"].iloc[0]), float(p["std"].iloc[0]) if not pd.isna(p["std"].iloc[0]) else np.nan)
+                rows.append(yours.row(result="table1", setting=f"{dataset} λ={_lam(int(lam))}", metric=metric,
+                                      variant=variant, model=_label(model), yours=model not in zoo.ALL_MODELS,
+                                      reproduced=Interval.mean_std(g[column].mean(), g[column].std(ddof=1)),
+                                      spread="mean ± std", n_runs=len(g), scale=scale, published=paper))
     return rows

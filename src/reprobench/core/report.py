@@ -18,6 +18,9 @@ INTRO = ("Every table and figure this run made, and how each reproduced number c
          "the full scale.")
 
 
+YOURS_TABLE = "yours.md"  # core.yours: a user's class beside the paper's models, where the config names one
+
+
 def benchmark_of(path: str) -> str:
     """results/<key>/... -> <key>."""
     parts = Path(path).parts
@@ -57,7 +60,8 @@ def write(out: str, headings: dict[str, tuple[str, str]], tables: list[str], fig
         title, citation = headings.get(key, (key, ""))
         lines += [f"## {key}: {title}", ""] + ([f"*{citation}*", ""] if citation else [])
         for table in found["tables"]:
-            lines += [f"### Table `{table}`", "", Path(table).read_text(), ""]
+            title = "Your model" if Path(table).name == YOURS_TABLE else "Table"
+            lines += [f"### {title} `{table}`", "", Path(table).read_text(), ""]
         for figure in found["figures"]:
             lines += [f"### Figure `{figure}`", "", f"![{Path(figure).stem}]({os.path.relpath(figure, out_dir)})", ""]
         for comparison in found["comparisons"]:

@@ -89,6 +89,7 @@ def register(sub) -> None:
     t.add_argument("--probes", required=True)
     t.add_argument("--zsct", required=True)
     t.add_argument("--out", required=True)
+    t.add_argument("--yours", required=True, help="the rows of the 'Your model' table (core.yours)")
     t.set_defaults(func=cmd_compare)
 
 
@@ -186,7 +187,9 @@ def cmd_figure(args) -> None:
 
 
 def cmd_compare(args) -> None:
-    from reprobench.core import compare
+    from reprobench.core import compare, yours
     from reprobench.s2b import render, summary
 
-    compare.write(render.comparison_rows(summary.read_probes(args.probes), summary.read_zsct(args.zsct)), args.out)
+    zsct = summary.read_zsct(args.zsct)
+    compare.write(render.comparison_rows(summary.read_probes(args.probes), zsct), args.out)
+    yours.write_rows(render.yours_rows(zsct), args.yours)

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from reprobench.core import compare, curves, plotting, tables
+from reprobench.core import compare, curves, plotting, tables, yours
 from reprobench.core.compare import Interval
 from reprobench.core.plugins import display_name, spec_of
 from reprobench.s2b import PAPER, probes, published
@@ -386,9 +386,9 @@ def comparison_rows(probes_frame: pd.DataFrame, zsct: pd.DataFrame | None = None
     rows = []
     if zsct is not None and len(zsct):
         # (result, experiment, stats grouping, (stats row) -> (our row label, the paper's setting))
+        # the paper's numbers are R2D2's: a user's agent is not compared with them (core.yours puts it beside them)
         tables = [("table2", "zsct", ("model", "variant", "n_oc", "shots"),
-                   lambda r: (f"O={r.n_oc} S={r.shots}" + ("" if r.model == R2D2 else f" ({r.model})"),
-                              f"O={r.n_oc} S={r.shots}")),
+                   lambda r: (f"O={r.n_oc} S={r.shots}", f"O={r.n_oc} S={r.shots}" if r.model == R2D2 else None)),
                   ("table4", "table4", ("variant", "model"),
                    lambda r: (display_name(r.model, TABLE4_MODELS), TABLE4_MODELS.get(r.model)))]
         pub = published.tables()
@@ -447,4 +447,43 @@ def comparison_rows(probes_frame: pd.DataFrame, zsct: pd.DataFrame | None = None
             reproduced=Interval.mean_std(r["mean"], r["std"]), n_runs=r["n_seeds"], scale=scale, variant=variant,
             spread="mean ± std over seeds",
             deviation=compare.deviation(published.DEVIATIONS, "tableD2", f"O={r['O']}", r["metric"], variant)))
+    return rows
+
+
+def yours_rows(zsct: pd.DataFrame | None) -> list[dict]:
+    """Table 2's settings (O, S) in which a user's listener agent ran, beside R2D2, and Table 4 where a user's core ran,
+    beside the Archi LSTM, ESBN and DCEM: ZSCT accuracy (%), mean ± std over seeds, with the paper's mean ± std for
+    its own models."""
+    if zsct is None or not len(zsct):
+        return []
+    pub = published.tables()
+
+    def paper(table, setting):
+        p = pub[(pub["table"] == table) & (pub["setting"] == setting)] if setting else pub.iloc[:0]
+        return Interval.mean_std(float(p["mean"].iloc[0]), float(p["std"].iloc[0])) if len(p) else Interval(np.nan)
+
+    rows = []
+    for result, experiment, by in (("table2", "zsct", ("model", "variant", "n_oc", "shots")),
+                                   ("table4", "table4", ("variant", "model"))):
+        stats = _zsct_stats(zsct, experiment, by)
+        if not stats["model"].map(spec_of).notna().any():
+            continue
+        scale = curves.scale_label(zsct[zsct["experiment"] == experiment])
+        for r in stats.itertuples():
+            if result == "table2":
+                setting = f"O={r.n_oc} S={r.shots}"
+                name, published_setting = _model_label(r.model), setting if r.model == R2D2 else None
+            else:
+                setting, name = "Archi task", display_name(r.model, TABLE4_MODELS)
+                published_setting = TABLE4_MODELS.get(r.model)
+            rows.append(yours.row(result=result, setting=setting, metric="acc_zsct", variant=r.variant, model=name,
+                                  yours=spec_of(r.model) is not None, reproduced=Interval.mean_std(r.mean, r.std),
+                                  spread="mean ± std", n_runs=int(r.n_seeds), scale=scale,
+                                  published=paper(result, published_setting)))
+        if result == "table4":  # the paper's cores that did not run here: their published numbers only
+            for variant in dict.fromkeys(stats["variant"]):
+                rows += [yours.row(result=result, setting="Archi task", metric="acc_zsct", variant=variant,
+                                   model=label, yours=False, reproduced=yours.NONE, spread="—", n_runs=0, scale=scale,
+                                   published=paper(result, label))
+                         for core, label in TABLE4_MODELS.items() if core not in set(stats["model"])]
     return rows

@@ -97,6 +97,7 @@ def register(sub) -> None:
     _add_inputs(t, ("runs", "mean-curves"))
     t.add_argument("--imdb-runs", required=True, help="results/wade/metrics/imdb.parquet")
     add_output(t, "comparison")
+    t.add_argument("--yours", required=True, help="the rows of the 'Your model' table (core.yours)")
     t.set_defaults(func=cmd_compare, formats=(".csv",))
 
     t = s.add_parser("human", help="play a task yourself (obfuscated tokens) and save the session")
@@ -254,14 +255,15 @@ def cmd_render(args) -> None:
 
 
 def cmd_compare(args) -> None:
-    from reprobench.core import compare
+    from reprobench.core import compare, yours
     from reprobench.wade import render, summary
 
     runs, mean_curves = summary.read(args.runs, "synthetic"), summary.read(args.mean_curves, "synthetic_mean_curves")
-    rows = render.comparison(runs, render.accuracy_frame(runs, mean_curves))
-    rows += render.imdb_comparison(summary.read(args.imdb_runs, "imdb"))
+    accuracy, imdb_runs = render.accuracy_frame(runs, mean_curves), summary.read(args.imdb_runs, "imdb")
+    rows = render.comparison(runs, accuracy) + render.imdb_comparison(imdb_runs)
     out = output_stem(args.out, args.formats) + ".csv"
     frame = compare.write(rows, out)
+    yours.write_rows(render.yours_rows(runs, accuracy, imdb_runs), args.yours)
     log(f"wrote {out}: {len(frame)} rows, {int(frame['within'].eq(True).sum())} within")
 
 

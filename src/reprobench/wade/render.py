@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reprobench.core import compare, curves, plotting, tables
+from reprobench.core import compare, curves, plotting, tables, yours
 from reprobench.core.compare import Interval
-from reprobench.core.plugins import run_id
+from reprobench.core.plugins import run_id, spec_of
 from reprobench.wade import metric, published
 from reprobench.wade.grid import IMDB_MODELS, SEQUENCE_RUNS, USER_CONFIG
 from reprobench.wade.summary import DISPLAY, MODEL_ORDER, best_rules, display, model_order, selected
@@ -309,3 +309,36 @@ def imdb_comparison(runs: pd.DataFrame) -> list[dict]:
                                        deviation=compare.deviation(published.DEVIATIONS, "table2", DISPLAY[p.model],
                                                                    metric_name, variant)))
     return out
+
+
+def yours_rows(runs: pd.DataFrame, table5_frame: pd.DataFrame, imdb_runs: pd.DataFrame) -> list[dict]:
+    """Every task on which a user's model ran (Table 4's WADE, Table 5's accuracy) and IMDB (Table 2): each model's
+    mean ± std over runs, the published mean ± std where the paper gives one (as in `comparison`)."""
+    rows = []
+    scale = runs["scale"].iloc[0] if len(runs) else ""
+    t4, t5 = published.table4().set_index(["task_id", "model"]), published.table5().set_index(["task_id", "model"])
+    for result, measure, frame, pub, columns in (
+            ("table4", "wade", _stats(selected(runs, best_rules(runs)), "wade"), t4, ("wade_mean", "wade_std")),
+            ("table5", "accuracy", table5_frame, t5, ("accuracy_mean", "accuracy_std"))):
+        for task, g in frame.groupby("task", sort=False):
+            if not g["model"].map(spec_of).notna().any():
+                continue
+            for r in g.itertuples():
+                p = pub.loc[(task, r.model)] if (task, r.model) in pub.index else None
+                paper = yours.NONE if p is None else Interval.mean_std(*p[list(columns)])
+                rows.append(yours.row(result=result, setting=f"task {task}", metric=measure, variant=r.variant,
+                                      model=display(r.model), yours=spec_of(r.model) is not None,
+                                      reproduced=Interval.mean_std(r.mean, r.std), spread="mean ± std",
+                                      n_runs=int(r.n), scale=scale, published=paper))
+    if len(imdb_runs) and imdb_runs["model"].map(spec_of).notna().any():
+        scale = curves.scale_label(imdb_runs) + (" (synthetic data)" if imdb_runs["synthetic"].any() else "")
+        pub = published.table2().set_index("model")
+        for (model, variant), g in imdb_runs.groupby(["model", "variant"], sort=False):
+            for metric, columns in (("wade_x100", ("wade_x100_mean", "wade_x100_std")),
+                                    ("max_accuracy", ("max_test_accuracy_mean", "max_test_accuracy_std"))):
+                p = Interval.mean_std(*pub.loc[model, list(columns)]) if model in pub.index else Interval(np.nan)
+                rows.append(yours.row(result="table2", setting="IMDB", metric=metric, variant=variant,
+                                      model=display(model), yours=spec_of(model) is not None,
+                                      reproduced=Interval.mean_std(g[metric].mean(), g[metric].std(ddof=0)),
+                                      spread="mean ± std", n_runs=len(g), scale=scale, published=p))
+    return rows
