@@ -255,9 +255,9 @@ def yours_rows(groups: pd.DataFrame) -> list[dict]:
 
 def _published_operation(p: pd.Series) -> dict[str, Interval]:
     """The operations table's published numbers of one (operation, model), by metric, with their 95% intervals."""
+    success = p["success_pct"] / 100
     return {
-        "success": Interval(p["success_pct"] / 100, (p["success_pct"] - p["success_minus"]) / 100,
-                            (p["success_pct"] + p["success_plus"]) / 100),
+        "success": Interval(success, success - p["success_minus"] / 100, success + p["success_plus"] / 100),
         "solved_at_median": Interval(p["solved_at_median"]),
         "solved_at_mean": Interval(p["solved_at_mean"], p["solved_at_mean"] - p["solved_at_minus"],
                                    p["solved_at_mean"] + p["solved_at_plus"]),
