@@ -176,9 +176,9 @@ def test_frame_clock_steps_and_episodes():
 
 
 def test_same_seed_same_episodes_other_seed_differs():
-    def trace(seed, pooled=None):
+    def trace(seed, pooled=None, threads=1):
         settings = AtariSettings(max_steps_without_reward=30)  # cuts mid-episode too
-        envs = GameEnvs(QuotaSchedule({"breakout": 1000}, 8), 2, seed, settings, _pooled=pooled)
+        envs = GameEnvs(QuotaSchedule({"breakout": 1000}, 8), 2, seed, settings, threads, _pooled=pooled)
         try:
             return run_to_end(envs, np.random.default_rng(2))
         finally:
@@ -192,6 +192,22 @@ def test_same_seed_same_episodes_other_seed_differs():
     # the multi-game path (a one-emulator AtariVectorEnv per slot) processes and seeds like the single-game one
     eps_p, tr_p = trace(21, pooled=True)
     assert eps_p == eps_a and all(np.array_equal(a[0], p[0]) for a, p in zip(tr_a, tr_p))
+    # two worker threads (amtlb.emulator_threads) step the same emulators to the same frames and rewards
+    eps_t, tr_t = trace(21, threads=2)
+    assert eps_t == eps_a and all(np.array_equal(a[0], t[0]) and np.array_equal(a[1], t[1])
+                                  for a, t in zip(tr_a, tr_t))
+
+
+def test_emulator_threads_follow_the_setting():
+    import os
+
+    from reprobench.amtlb.runs import emulator_threads
+
+    assert emulator_threads("threads", 3) == 3 and emulator_threads("5", 1) == 5
+    assert emulator_threads("auto", 1) == len(os.sched_getaffinity(0))
+    for bad in ("0", "-2", "many"):
+        with pytest.raises(ConfigError, match=rf"amtlb\.emulator_threads.*'{bad}'"):
+            emulator_threads(bad, 1)
 
 
 def test_a_game_over_keeps_its_last_reward():

@@ -18,7 +18,7 @@ TRAIN_SHELL = (
     "--games {params.games:q} --seed {wildcards.seed:q} {params.fold} --frames-per-game {params.frames:q} "
     "--num-envs {params.num_envs:q} --schedule-frames-per-game {params.schedule:q} --atari {params.atari:q} "
     "{params.weights} --device {params.device:q} "
-    "--threads {threads} --scale {params.scale:q} --checkpoint {params.checkpoint:q} "
+    "--threads {threads} --emulator-threads {params.emulator_threads:q} --scale {params.scale:q} --checkpoint {params.checkpoint:q} "
     "--checkpoint-minutes {params.checkpoint_minutes:q} --out {output.curve:q} 2> {log:q}"
 )
 

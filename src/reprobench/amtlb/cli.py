@@ -31,6 +31,9 @@ def register(sub) -> None:
     t.add_argument("--schedule-frames-per-game", type=_int_or_none, required=True,
                    help="the horizon of the architecture's schedules in frames per game, or None: the run's budget")
     t.add_argument("--atari", required=True, help="JSON of atari.AtariSettings' fields")
+    t.add_argument("--emulator-threads", default="threads",
+                   help="worker threads stepping the emulators: a number, 'threads' (as --threads) or 'auto' (every "
+                        "CPU this process may run on)")
     t.add_argument("--load-weights", help="transfer: the fold's saved weights")
     t.add_argument("--save-weights", help="pretrain: where the trained instance's weights go")
     add_training_options(t, checkpoint=True)
@@ -89,7 +92,8 @@ def cmd_train(args) -> None:
     runs.run(args.kind, args.architecture, args.games, args.seed, args.out, frames_per_game=args.frames_per_game,
              num_envs=args.num_envs, schedule_frames_per_game=args.schedule_frames_per_game,
              settings=json.loads(args.atari), scale=args.scale, device=args.device,
-             threads=args.threads, fold=args.fold, load_weights=args.load_weights, save_weights=args.save_weights,
+             threads=args.threads, emulator_threads=runs.emulator_threads(args.emulator_threads, args.threads),
+             fold=args.fold, load_weights=args.load_weights, save_weights=args.save_weights,
              checkpoint=args.checkpoint, checkpoint_minutes=args.checkpoint_minutes)
 
 

@@ -189,6 +189,7 @@ class Grid:
                 "games": lambda w: self.run_games("fresh" if kind == RANDOM else kind, w),
                 "fold": (lambda w: f"--fold {int(w.fold)}") if kind in ("pretrain", "transfer") else "",
                 "frames": self.cfg["frames_per_game"], "num_envs": self.cfg["num_envs"], "atari": atari,
+                "emulator_threads": str(self.cfg.get("emulator_threads") or "threads"),
                 "schedule": str(self.cfg["schedule_frames_per_game"]),
                 "weights": weights, "checkpoint_minutes": self.cfg["checkpoint_minutes"]}
 

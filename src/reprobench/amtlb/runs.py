@@ -20,6 +20,7 @@ import numpy as np
 
 from reprobench.amtlb import PAPER
 from reprobench.core import curves
+from reprobench.core.errors import ConfigError
 from reprobench.core.progress import Progress
 from reprobench.core.provenance import Timer
 
@@ -118,8 +119,23 @@ def play(agent, envs, checkpoint: str | None = None, identity: dict | None = Non
     return episodes
 
 
+def emulator_threads(setting: str, threads: int) -> int:
+    """The emulators' worker threads for config amtlb.emulator_threads: a number; 'threads', the job's torch threads;
+    'auto', every CPU this process may run on (on Slurm the allocation's, which the job's `threads` cannot carry:
+    Snakemake caps them at the submitting machine's). The emulators give the same frames whatever the count."""
+    import os
+
+    if setting == "threads":
+        return int(threads)
+    if setting == "auto":
+        return len(os.sched_getaffinity(0))
+    if not setting.isdigit() or int(setting) < 1:
+        raise ConfigError("amtlb.emulator_threads", f"'{setting}' is not a positive number, 'threads' or 'auto'")
+    return int(setting)
+
+
 def run(kind: str, architecture: str, games: list[str], seed: int, out: str, *, frames_per_game: int,
-        num_envs: int, settings: dict, scale: str, device: str, threads: int,
+        num_envs: int, settings: dict, scale: str, device: str, threads: int, emulator_threads: int | None = None,
         schedule_frames_per_game: int | None = None, fold: int | None = None,
         load_weights: str | None = None, save_weights: str | None = None, checkpoint: str | None = None,
         checkpoint_minutes: float = 10.0, config: dict | None = None) -> None:
@@ -146,7 +162,7 @@ def run(kind: str, architecture: str, games: list[str], seed: int, out: str, *, 
     if load_weights:
         agent.load(load_weights)  # reset to saved weights: fresh optimiser, empty buffers, restarted schedules
     e_seed = env_seed(kind, seed, games, fold)
-    envs = GameEnvs(QuotaSchedule(quotas, e_seed), num_envs, e_seed, atari, threads=threads)
+    envs = GameEnvs(QuotaSchedule(quotas, e_seed), num_envs, e_seed, atari, threads=emulator_threads or threads)
     identity = {"kind": kind, "architecture": architecture, "games": games, "seed": seed, "fold": fold,
                 "bookkeeping": "rewards by frame",  # checkpoints from before GameEnvs logged them start over
                 "frames_per_game": frames_per_game, "num_envs": num_envs, "settings": dataclasses.asdict(atari),
