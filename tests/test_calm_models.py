@@ -12,14 +12,12 @@ from reprobench.calm.models import (
     LSTMWeights,
     MoS,
     detach_hidden,
-    lstm_gate_n_parameters,
-    lstm_lm_n_parameters,
     moe_loss_corrected,
     moe_loss_faithful,
-    mos_n_parameters,
     n_parameters,
     poe_logits,
 )
+from reprobench.calm.sizes import lstm_gate_n_parameters, lstm_lm_n_parameters, mos_n_parameters
 
 torch.set_num_threads(1)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from reprobench.calm import grid, learners, models, render, zoo
+from reprobench.calm import grid, learners, models, render, sizes, zoo
 from reprobench.core.errors import ConfigError
 
 
@@ -50,8 +50,8 @@ def test_small_lambdas_take_the_smallest_paper_setting_and_widths_shrink():
 
 def test_closed_forms_count_the_real_modules():
     torch.manual_seed(0)
-    assert models.n_parameters(models.LSTMLM(17, 200, 30)) == models.lstm_lm_n_parameters(17, 30)
-    assert models.n_parameters(models.MoS(17, 200, 30, 4)) == models.mos_n_parameters(17, 30, 4)
+    assert models.n_parameters(models.LSTMLM(17, 200, 30)) == sizes.lstm_lm_n_parameters(17, 30)
+    assert models.n_parameters(models.MoS(17, 200, 30, 4)) == sizes.mos_n_parameters(17, 30, 4)
 
 
 def test_table2_counts_worked_out_by_hand():

@@ -28,7 +28,7 @@ leading expert dimension N. Everything is device-agnostic: no host synchronisati
 - Gates: `FixedWeights` (Ensemble, D12), `GradientWeights` (the "+PW" plastic gate, D13), `LSTMWeights` (LSTM
   gating). Gate weights are returned with the expert dimension first: (N,) or (N, T, b).
 - `MoS` (3.5): mixture of K softmaxes over the LSTM output, log(p + 1e-8) for NLLLoss.
-- `n_parameters` and the closed forms of 3.10.
+- `n_parameters` (the closed forms of 3.10 are in `reprobench.calm.sizes`, which needs no torch).
 
 What the models leave to the learner (not here): D5 (the logged loss is computed in train mode, dropout on: call
 .train() to be faithful), D9 (PoE/Ensemble with li > 1 re-process the window from the post-window hidden state:
@@ -45,11 +45,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from reprobench.calm.zoo import GATE_EMSIZE
+
 Hidden = tuple[Tensor, Tensor]
 
 INIT_RANGE = 0.1  # U(-0.1, 0.1) for embeddings, decoders and the plastic gate
 MOS_EPS = 1e-8  # MoS outputs log(p + 1e-8) (restored in 9e377d3)
-GATE_EMSIZE = 100  # the LSTM gate's embedding size
 
 
 def detach_hidden(hidden):
@@ -62,29 +63,6 @@ def detach_hidden(hidden):
 def n_parameters(module: nn.Module, trainable_only: bool = False) -> int:
     """Number of scalar parameters (all of them, or only those with requires_grad)."""
     return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable_only)
-
-
-# --- closed forms (spec 3.10) -----------------------------------------------------------------------------------
-
-
-def lstm_lm_n_parameters(vocab: int, nhid: int, emsize: int = 200, nlayers: int = 2) -> int:
-    """Embedding E V + per layer 4H (in + H) + 8H (two bias vectors) + decoder (H + 1) V. With E = 200 and two
-    layers: (H + 201) V + 12 H^2 + 816 H (spec 3.10)."""
-    lstm = sum(4 * nhid * ((emsize if layer == 0 else nhid) + nhid) + 8 * nhid for layer in range(nlayers))
-    return emsize * vocab + lstm + (nhid + 1) * vocab
-
-
-def mos_n_parameters(vocab: int, nhid: int, n_components: int, emsize: int = 200, nlayers: int = 2) -> int:
-    """The LSTM LM plus the prior K H (no bias) and the latent layer K H^2 + K H: adds K H^2 + 2 K H."""
-    k = n_components
-    return lstm_lm_n_parameters(vocab, nhid, emsize, nlayers) + k * nhid * nhid + 2 * k * nhid
-
-
-def lstm_gate_n_parameters(vocab: int, n_experts: int, nhid: int, emsize: int = GATE_EMSIZE) -> int:
-    """100 V + 4 g (100 + g) + 8 g + (g + 1) N + N (spec 3.10): the biases (zero, frozen) and the reference's
-    unused base-class weight vector of size N included."""
-    g, n = nhid, n_experts
-    return emsize * vocab + 4 * g * (emsize + g) + 8 * g + (g + 1) * n + n
 
 
 @torch.no_grad()

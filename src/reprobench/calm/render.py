@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reprobench.calm import models, published, zoo
+from reprobench.calm import published, sizes, zoo
 from reprobench.calm.summary import stream_frame
 from reprobench.core import compare, curves, plotting, tables, yours
 from reprobench.core.compare import Interval
@@ -102,8 +102,8 @@ def paper_parameters(model: str, dataset: str) -> tuple[int, int]:
     cfg = zoo.config(model, dataset, zoo.PAPER_LAMBDAS[dataset][0])
     v = PAPER_VOCAB[dataset]
     if cfg.arch == "mos":
-        return cfg.nhid, models.mos_n_parameters(v, cfg.nhid, cfg.n_components)
-    per_model = models.lstm_lm_n_parameters(v, cfg.nhid)
+        return cfg.nhid, sizes.mos_n_parameters(v, cfg.nhid, cfg.n_components)
+    per_model = sizes.lstm_lm_n_parameters(v, cfg.nhid)
     n = N_CLASSES[dataset] if cfg.arch == "per_class" else cfg.n_experts
     return cfg.nhid, n * per_model
 
