@@ -371,8 +371,15 @@ def test_html_report_holds_every_table_and_figure_with_its_caption(tiny_local_ru
 
 
 @pytest.mark.slow
-def test_two_tiny_runs_give_the_same_results(tiny_local_run, tmp_path):
-    """Same config, same seeds, CPU: equal curve and metrics data, byte-identical tables, figures and report."""
+def test_two_tiny_runs_give_the_same_results(tiny_local_run, tmp_path, request):
+    """Same config, same seeds, CPU: equal curve and metrics data, byte-identical tables, figures and report. Where the
+    real-Slurm test runs in this session it makes that second tiny run itself (under Slurm) and asserts the same
+    equality with the same function, so this one is skipped rather than run twice (about 5 minutes of the suite)."""
+    from test_slurm import why_no_cluster
+
+    if why_no_cluster() is None and any(item.name.startswith("test_profile_submits_every_training_job")
+                                        for item in request.session.items):
+        pytest.skip("the real-Slurm test compares its own tiny run with this session's, byte for byte")
     write_config(tmp_path, tiny)
     run_snakemake(["--snakefile", SNAKEFILE, "--cores", "2"], cwd=tmp_path)
     assert results_differences(tiny_local_run / "results", tmp_path / "results") == []
