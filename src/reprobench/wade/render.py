@@ -323,6 +323,9 @@ def yours_rows(runs: pd.DataFrame, table5_frame: pd.DataFrame, imdb_runs: pd.Dat
         for task, g in frame.groupby("task", sort=False):
             if not g["model"].map(spec_of).notna().any():
                 continue
+            order = {m: i for i, m in enumerate(model_order(g["model"]))}  # the tables' order, faithful first
+            g = g.sort_values(["variant", "model"], kind="stable",
+                              key=lambda c: c.map(order) if c.name == "model" else c != "faithful")
             for r in g.itertuples():
                 p = pub.loc[(task, r.model)] if (task, r.model) in pub.index else None
                 paper = yours.NONE if p is None else Interval.mean_std(*p[list(columns)])
