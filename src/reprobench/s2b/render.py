@@ -379,33 +379,36 @@ def figure4(stem: str, seed: int = 0) -> list[str]:
 # --- comparison -------------------------------------------------------------------------------------------------
 
 
+def _zsct_rows(zsct: pd.DataFrame):
+    """Tables 2 and 4, one per stats row: (result, experiment, stats row, the comparison's row label, the model's
+    name in the tables, the paper's setting, None for a model the paper has no number of: a user's)."""
+    for r in _zsct_stats(zsct, "zsct", ("model", "variant", "n_oc", "shots")).itertuples():
+        setting = f"O={r.n_oc} S={r.shots}"
+        yield "table2", "zsct", r, setting, _model_label(r.model), setting if r.model == R2D2 else None
+    for r in _zsct_stats(zsct, "table4", ("variant", "model")).itertuples():
+        name = display_name(r.model, TABLE4_MODELS)
+        yield "table4", "table4", r, name, name, TABLE4_MODELS.get(r.model)
+
+
 def comparison_rows(probes_frame: pd.DataFrame, zsct: pd.DataFrame | None = None) -> list[dict]:
     """Table 1's PS row (a property of the speaker and the stimuli) and Appendix D.2 (of the stimuli): the paper's
     single values against our mean ± std over seeds; Tables 2 and 4, and Table 1's S = 1 and S = 2 rows (every
     measure of the learned speaker and listener): the paper's mean ± std against ours."""
     rows = []
     if zsct is not None and len(zsct):
-        # (result, experiment, stats grouping, (stats row) -> (our row label, the paper's setting))
-        # the paper's numbers are R2D2's: a user's agent is not compared with them (core.yours puts it beside them)
-        tables = [("table2", "zsct", ("model", "variant", "n_oc", "shots"),
-                   lambda r: (f"O={r.n_oc} S={r.shots}", f"O={r.n_oc} S={r.shots}" if r.model == R2D2 else None)),
-                  ("table4", "table4", ("variant", "model"),
-                   lambda r: (display_name(r.model, TABLE4_MODELS), TABLE4_MODELS.get(r.model)))]
         pub = published.tables()
-        for result, experiment, by, label in tables:
-            for r in _zsct_stats(zsct, experiment, by).itertuples():
-                row, setting = label(r)
-                p = pub[(pub["table"] == result) & (pub["setting"] == setting)]
-                if not len(p):
-                    continue
-                short = published.budget_reason(result, zsct[zsct["experiment"] == experiment]["observations"])
-                rows.append(compare.row(
-                    benchmark="s2b", result=result, row=row, metric="acc_zsct",
-                    published=Interval.mean_std(float(p["mean"].iloc[0]), float(p["std"].iloc[0])),
-                    reproduced=Interval.mean_std(r.mean, r.std), n_runs=int(r.n_seeds),
-                    scale=curves.scale_label(zsct[zsct["experiment"] == experiment]), variant=r.variant,
-                    spread="mean ± std ranges", comparable=not short, not_comparable_because=short,
-                    deviation=compare.deviation(published.DEVIATIONS, result, row, "acc_zsct", r.variant)))
+        for result, experiment, r, row, _, setting in _zsct_rows(zsct):
+            p = pub[(pub["table"] == result) & (pub["setting"] == setting)]
+            if not len(p):  # the paper's numbers are R2D2's and its cores': a user's is in core.yours' table
+                continue
+            short = published.budget_reason(result, zsct[zsct["experiment"] == experiment]["observations"])
+            rows.append(compare.row(
+                benchmark="s2b", result=result, row=row, metric="acc_zsct",
+                published=Interval.mean_std(float(p["mean"].iloc[0]), float(p["std"].iloc[0])),
+                reproduced=Interval.mean_std(r.mean, r.std), n_runs=int(r.n_seeds),
+                scale=curves.scale_label(zsct[zsct["experiment"] == experiment]), variant=r.variant,
+                spread="mean ± std ranges", comparable=not short, not_comparable_because=short,
+                deviation=compare.deviation(published.DEVIATIONS, result, row, "acc_zsct", r.variant)))
     if zsct is not None and len(zsct[zsct["experiment"] == "table1"]):
         runs = zsct[zsct["experiment"] == "table1"]
         short = published.budget_reason("table1", runs["observations"])
@@ -453,37 +456,33 @@ def comparison_rows(probes_frame: pd.DataFrame, zsct: pd.DataFrame | None = None
 def yours_rows(zsct: pd.DataFrame | None) -> list[dict]:
     """Table 2's settings (O, S) in which a user's listener agent ran, beside R2D2, and Table 4 where a user's core ran,
     beside the Archi LSTM, ESBN and DCEM: ZSCT accuracy (%), mean ± std over seeds, with the paper's mean ± std for
-    its own models."""
+    its own models, and the paper's cores that did not run here with their published numbers only."""
     if zsct is None or not len(zsct):
         return []
     pub = published.tables()
 
     def paper(table, setting):
-        p = pub[(pub["table"] == table) & (pub["setting"] == setting)] if setting else pub.iloc[:0]
-        return Interval.mean_std(float(p["mean"].iloc[0]), float(p["std"].iloc[0])) if len(p) else Interval(np.nan)
+        p = pub[(pub["table"] == table) & (pub["setting"] == setting)]
+        return Interval.mean_std(float(p["mean"].iloc[0]), float(p["std"].iloc[0])) if len(p) else yours.NONE
 
+    found = list(_zsct_rows(zsct))
     rows = []
-    for result, experiment, by in (("table2", "zsct", ("model", "variant", "n_oc", "shots")),
-                                   ("table4", "table4", ("variant", "model"))):
-        stats = _zsct_stats(zsct, experiment, by)
-        if not stats["model"].map(spec_of).notna().any():
+    for result in ("table2", "table4"):
+        mine = [f for f in found if f[0] == result]
+        if not any(spec_of(f[2].model) for f in mine):
             continue
-        scale = curves.scale_label(zsct[zsct["experiment"] == experiment])
-        for r in stats.itertuples():
-            if result == "table2":
-                setting = f"O={r.n_oc} S={r.shots}"
-                name, published_setting = _model_label(r.model), setting if r.model == R2D2 else None
-            else:
-                setting, name = "Archi task", display_name(r.model, TABLE4_MODELS)
-                published_setting = TABLE4_MODELS.get(r.model)
-            rows.append(yours.row(result=result, setting=setting, metric="acc_zsct", variant=r.variant, model=name,
-                                  yours=spec_of(r.model) is not None, reproduced=Interval.mean_std(r.mean, r.std),
-                                  spread="mean ± std", n_runs=int(r.n_seeds), scale=scale,
-                                  published=paper(result, published_setting)))
+        scale = curves.scale_label(zsct[zsct["experiment"] == mine[0][1]])
+        setting = (lambda r: f"O={r.n_oc} S={r.shots}") if result == "table2" else (lambda r: "Archi task")
+        rows += [yours.row(result=result, setting=setting(r), metric="acc_zsct", variant=r.variant, model=name,
+                           yours=spec_of(r.model) is not None, reproduced=Interval.mean_std(r.mean, r.std),
+                           spread="mean ± std", n_runs=int(r.n_seeds), scale=scale,
+                           published=paper(result, paper_setting) if paper_setting else yours.NONE)
+                 for _, _, r, _, name, paper_setting in mine]
         if result == "table4":  # the paper's cores that did not run here: their published numbers only
-            for variant in dict.fromkeys(stats["variant"]):
-                rows += [yours.row(result=result, setting="Archi task", metric="acc_zsct", variant=variant,
-                                   model=label, yours=False, reproduced=yours.NONE, spread="—", n_runs=0, scale=scale,
-                                   published=paper(result, label))
-                         for core, label in TABLE4_MODELS.items() if core not in set(stats["model"])]
+            ran = {f[2].model for f in mine}
+            rows += [yours.row(result=result, setting="Archi task", metric="acc_zsct", variant=variant, model=label,
+                               yours=False, reproduced=yours.NONE, spread="—", n_runs=0, scale=scale,
+                               published=paper(result, label))
+                     for variant in dict.fromkeys(f[2].variant for f in mine)
+                     for core, label in TABLE4_MODELS.items() if core not in ran]
     return rows
