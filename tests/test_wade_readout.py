@@ -23,8 +23,8 @@ def reference_curve(train_x, train_y, test_x, test_y):
     return np.array(curve)
 
 
-@pytest.mark.parametrize("n_classes", [2, 4])
-def test_matches_sklearn_for_every_model(n_classes):
+@pytest.mark.parametrize("n_classes,binary_features", [(2, False), (4, False), (2, True), (4, True)])
+def test_matches_sklearn_for_every_model(n_classes, binary_features):
     rng = np.random.default_rng(n_classes)
     models, n, m, f = 3, 61, 40, 30
     centres = rng.normal(size=(n_classes, f))
@@ -33,10 +33,40 @@ def test_matches_sklearn_for_every_model(n_classes):
     xte = (rng.random((models, m, f)) < 1 / (1 + np.exp(-centres[yte]))).astype(np.uint8)
     xtr[:, :, 0] = 1  # a constant feature: scale 1, as sklearn
     ours = readout.fit_and_score(torch.tensor(xtr), torch.tensor(ytr), torch.tensor(xte), torch.tensor(yte),
-                                 classes=list(range(n_classes)), score_block=5, score_dtype=torch.float64)
+                                 classes=list(range(n_classes)), score_block=5, score_dtype=torch.float64,
+                                 binary_features=binary_features)
     assert ours.shape == (models, readout.n_checkpoints(n))
     for r in range(models):
         np.testing.assert_allclose(ours[r].numpy(), reference_curve(xtr[r], ytr, xte[r], yte), atol=1e-12)
+
+
+def test_binary_standardisation_is_the_exact_count_formula():
+    """Worked by hand: a column with 3 ones in 4 samples has mean 3/4 and population std sqrt(3 * 1) / 4; a constant
+    column gets scale 1 (sklearn). Against the float64 path: equal means, scales within 1e-13 relative."""
+    x = torch.tensor([[[1, 0, 1], [1, 0, 1], [1, 1, 1], [0, 0, 1]]], dtype=torch.uint8)
+    mean, scale = readout.standardisation(x, binary=True)
+    assert mean.tolist() == [[0.75, 0.25, 1.0]]
+    assert scale.tolist() == [[np.sqrt(3) / 4, np.sqrt(3) / 4, 1.0]]
+    big = (torch.rand((3, 70_000, 20), generator=torch.Generator().manual_seed(1)) < 0.3).to(torch.uint8)
+    (m1, s1), (m2, s2) = readout.standardisation(big, binary=True), readout.standardisation(big)
+    assert torch.equal(m1, m2)  # sums of 0/1 are exact in float64 too
+    assert ((s1 - s2).abs() / s2).max() < 1e-13
+    counts = big.sum(1)  # int64: the int16 partial sums across the 2^15 boundary must give the same counts
+    assert torch.equal(s1, (counts * (70_000 - counts)).double().div(70_000**2).sqrt())
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_the_scoring_block_changes_no_bit(n_classes):
+    """How many checkpoints share a product (and, for two classes, the comparison w.x > -b in place of w.x + b > 0)
+    changes no accuracy, in float32 scoring too."""
+    rng = np.random.default_rng(3)
+    xtr = torch.tensor(rng.integers(0, 2, (2, 400, 60), dtype=np.uint8))
+    ytr = torch.tensor(rng.integers(0, n_classes, 400))
+    xte = torch.tensor(rng.integers(0, 2, (2, 150, 60), dtype=np.uint8))
+    yte = torch.tensor(rng.integers(0, n_classes, 150))
+    curves = [readout.fit_and_score(xtr, ytr, xte, yte, list(range(n_classes)), score_block=block)
+              for block in (1, 7, None)]
+    assert torch.equal(curves[0], curves[1]) and torch.equal(curves[0], curves[2])
 
 
 def test_checkpoint_schedule_sees_sample_zero_twice():

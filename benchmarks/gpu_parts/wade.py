@@ -161,8 +161,10 @@ def _chunk_parts(ctx, train, test, classes, fn) -> dict:
     training items) and its scoring (by checkpoints: a product per 64, launch-bound on Basic QA's sizes); the SGD
     alone is the readout scoring one test item."""
     (xtr, xte), features = _timed(ctx, lambda: (train.features(fn), test.features(fn)))
-    _, whole = _timed(ctx, lambda: readout.fit_and_score(xtr, train.targets, xte, test.targets, classes))
-    _, sgd = _timed(ctx, lambda: readout.fit_and_score(xtr, train.targets, xte[:, :1], test.targets[:1], classes))
+    _, whole = _timed(ctx, lambda: readout.fit_and_score(xtr, train.targets, xte, test.targets, classes,
+                                                         binary_features=True))
+    _, sgd = _timed(ctx, lambda: readout.fit_and_score(xtr, train.targets, xte[:, :1], test.targets[:1], classes,
+                                                       binary_features=True))
     return {"CA features": features, "readout SGD": sgd, "readout scoring": max(whole - sgd, 0.0)}
 
 
@@ -176,7 +178,7 @@ def _reservoir_agreement(ctx, qa, seed) -> dict:
         fn = chunks[0][1]()
         xtr, xte = train.features(fn), test.features(fn)
         return [xtr, xte], readout.fit_and_score(xtr, train.targets, xte, test.targets, classes,
-                                                 score_dtype=torch.float64)
+                                                 score_dtype=torch.float64, binary_features=True)
 
     (fd, cd), (fc, cc) = on(ctx.device), on(torch.device("cpu"))
     result = agreement(cd, cc, tolerance=1e-3, what=f"the accuracy curves of rules {rules} on Basic QA (SGD and "
@@ -194,7 +196,7 @@ def _heavy(ctx, d, seed, rules, s: Sizes, predicted: float, notes: list) -> dict
     """One chunk on Incremental periodic, where the time (twice the prediction, the last thing the part does) and the
     device memory allow it."""
     # bytes: the CA's output for the largest group, the gathered and reordered training features, the test features
-    # in uint8 and float32, the float64 standardisation (bounded at 2 GiB)
+    # in uint8 and float32, and a margin of 2 GiB (the 0/1 features' standardisation is integer counts)
     need = len(rules) * FEATURES * (s.largest_group + 2 * s.train_items + 6 * s.test_items) + 2**31
     free = torch.cuda.mem_get_info(ctx.device)[0] if ctx.cuda else float("inf")
     if 2 * predicted + 5 > ctx.left() or need > 0.85 * free:

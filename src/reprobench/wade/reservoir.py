@@ -110,13 +110,16 @@ def prepare(dataset: Dataset, model: str, seed: int, rules: list[int] | None = N
 
 def chunk_curves(train: Items, test: Items, classes: torch.Tensor, feature_fn, **readout_options) -> torch.Tensor:
     """Test-accuracy curves (models, checkpoints) of one chunk of reservoirs: features at the supervised items, then
-    the readout (readout.fit_and_score and its options). On the device, without a host sync."""
-    return readout.fit_and_score(train.features(feature_fn), train.targets, test.features(feature_fn), test.targets,
-                                 classes, **readout_options)
+    the readout (readout.fit_and_score and its options). On the device, without a host sync. ReCA's features are its
+    CA states, 0/1 in uint8 (the readout's exact binary standardisation); the ESN's are floats."""
+    train_x = train.features(feature_fn)
+    readout_options.setdefault("binary_features", train_x.dtype == torch.uint8)
+    return readout.fit_and_score(train_x, train.targets, test.features(feature_fn), test.targets, classes,
+                                 **readout_options)
 
 
 def run(dataset: Dataset, model: str, seed: int, rules: list[int] | None = None, rules_per_chunk: int | None = None,
-        device="cpu", chunk: int = 8, score_block: int = 64, score_dtype=torch.float32,
+        device="cpu", chunk: int = 8, score_block: int | None = None, score_dtype=torch.float32,
         unique: bool | None = None) -> dict:
     """{rule (or 'esn'): test-accuracy curve (numpy)} for one seed's data; ReCA evolves `rules_per_chunk` rules
     at a time (config wade.rules_per_chunk). `score_dtype`, `unique`: readout.fit_and_score's."""
