@@ -8,7 +8,7 @@ from reprobench.core import curves
 from reprobench.core.plugins import USER_CLASS, load_class, run_id
 from reprobench.core.progress import Progress
 from reprobench.core.provenance import Timer
-from reprobench.s2b import PAPER, probes
+from reprobench.s2b import PAPER
 from reprobench.s2b.grid import EXPERIMENTS, SIZES
 
 SPEAKER_SETTING = {"n_dims": 3, "v_min": 2, "v_max": 5, "n_oc": 4, "max_len": 4, "n_points": 256, "batch_size": 32}
@@ -23,6 +23,8 @@ def speaker_run(seed: int, episodes: int, out: str, scale: str, v_min: int = 2, 
     through the episodes in turn, as run_EoA_PS.sh's; 'corrected', a fresh listener per episode, seeded 1000 seed + k,
     all trained together."""
     import numpy as np
+
+    from reprobench.s2b import probes  # imported here: scipy and sklearn, 1.4 s that a training job does not need
 
     if variant not in ("faithful", "corrected"):
         raise ValueError(f"variant must be 'faithful' or 'corrected', got {variant!r}")
@@ -70,6 +72,8 @@ def _posdis_eoa(seed: int, episodes: int, epochs: int, v_min: int, v_max: int, v
 
 
 def disentanglement_run(seed: int, n_oc: list[int], out: str, scale: str) -> None:
+    from reprobench.s2b import probes
+
     series = []
     progress = Progress(len(n_oc) * len(probes.PROTOCOLS), f"s2b disentanglement seed {seed}")
     with Timer() as timer:
