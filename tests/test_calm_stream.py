@@ -7,7 +7,7 @@ import pytest
 import torch
 from scipy.stats import truncexpon
 
-from reprobench.calm.stream import Batch, CorpusTooShortError, Stream, class_order, make_stream
+from reprobench.calm.stream import Batch, CorpusTooShortError, Stream, class_order, fragment_lengths, make_stream
 from reprobench.core.errors import ReprobenchError
 
 LANGS = ["news.test.cs", "news.test.de", "news.test.en", "news.test.es", "news.test.fr"]
@@ -248,3 +248,15 @@ def test_bad_arguments_are_named():
         stream.attach({"a": np.arange(10**4)})
     with pytest.raises(ValueError, match="integer"):
         stream.attach({c: np.zeros(10**4) for c in "ab"})
+
+
+@pytest.mark.parametrize("lam", [200, 1_000, 10_000, 20_000, 100_000])
+def test_fragment_lengths_are_scipys_truncexpon_bit_for_bit(lam):
+    """fragment_lengths writes out scipy's truncexpon.rvs (to spare each job importing scipy.stats): the draws,
+    before rounding, are the library's own for 200 seeds and the settings the grids use."""
+    for seed in range(200):
+        for window, b in ((20, 10), (100, 10)):
+            s = lam / window / b
+            want = truncexpon(b=10 * s, loc=0.1 * s, scale=s).rvs(25, random_state=np.random.RandomState(seed))
+            got = fragment_lengths(25, lam, window, b, np.random.RandomState(seed))
+            assert np.array_equal(got, np.maximum(1, np.rint(want)).astype(np.int64))
