@@ -47,19 +47,22 @@ def test_every_benchmark_is_one_room(key):
 
 def test_every_training_rule_has_slurm_entries():
     """Rules that declare a GPU are the ones the profile sends to the GPU partition and groups; rules made in a loop
-    (arith's packs), which the profile cannot name, take the GPU partition from common.smk's gpu_job_resources."""
+    (arith's and CALM's packs), which the profile cannot name, take the GPU partition from common.smk's
+    gpu_job_resources. A named rule may sit under an `if` (calm_train: a job per run when calm.runs_per_job is 1)."""
     profile = yaml.safe_load((ROOT / "slurm/config.yaml").read_text())
     gpu_rules, looped = set(), 0
     for key in benchmarks.KEYS:
         text = (ROOT / "workflow/rules" / f"{key}.smk").read_text()
-        for block in text.split("\nrule ")[1:]:
-            if "gpu=1" in re.split(r"\n(?=[^\s#])", block, maxsplit=1)[0]:  # up to the next unindented line
-                gpu_rules.add(block.split(":", 1)[0])
+        for match in re.finditer(r"^([ \t]*)rule (\w+):\n", text, re.M):
+            rest = text[match.end():]
+            end = re.search(rf"^{match.group(1)}(?=[^\s#])", rest, re.M)  # the next line as little indented
+            if "gpu=1" in rest[:end.start() if end else None]:
+                gpu_rules.add(match.group(2))
         for block in re.split(r"\n\s+rule:\n", text)[1:]:
             assert "gpu=1" not in block or "**gpu_job_resources(" in block, key
             looped += "gpu=1" in block
     assert gpu_rules and gpu_rules == set(profile["groups"]) and gpu_rules <= set(profile["set-resources"])
-    assert looped == 1  # arith's pack rule
+    assert looped == 2  # arith's and CALM's pack rules
     # a CPU rule with resources of its own (amtlb's random agent) stays off the GPU partition
     for rule in set(profile["set-resources"]) - gpu_rules:
         assert "GPU" not in str(profile["set-resources"][rule].get("slurm_partition", "")), rule

@@ -140,6 +140,7 @@ def test_slurm_profile_plans_the_full_4800_run_grid(workdir):
      ["s2b.experiments.seeds.table4", "tiny_user_s2b_core:NoCore"]),
     (lambda c: c["s2b"]["experiments"]["seeds"].update(fig6={"tiny_user_s2b_core:TinyGRUCore": 2}),
      ["s2b.experiments.seeds.fig6", "unknown model"]),
+    (lambda c: c["calm"].update(runs_per_job=0), ["calm.runs_per_job", "must be >= 1, got 0"]),
 ])
 def test_bad_config_stops_with_a_message_naming_the_key(workdir, edit, words):
     write_config(workdir, edit)

@@ -57,42 +57,85 @@ rule calm_prepare:
         "--out {output:q} 2> {log:q}"
 
 
-rule calm_train:
-    input:
-        calm.CORPORA,
-    output:
-        calm.CURVE,
-    log:
-        calm.TRAIN_LOG,
-    benchmark:
-        calm.TRAIN_TIMING
-    wildcard_constraints:
-        **CALM.wildcards(),
-    group:
-        "calm_train"
-    conda:
-        ENV
-    threads: config["threads"]
-    resources:
-        gpu=1,
-    params:
-        model=lambda wildcards: CALM.user_models().get(wildcards.model, wildcards.model),
-        n_fragments=config["calm"]["n_fragments"],
-        window=config["calm"]["window"],
-        size_factor=config["calm"]["size_factor"],
-        max_gate_steps=config["calm"]["max_gate_steps"],
-        device=config["device"],
-        scale=config["scale"],
-        checkpoint=calm.CHECKPOINT,
-        checkpoint_minutes=config["calm"]["checkpoint_minutes"],
-    shell:
-        "python -m reprobench calm train --corpora {input:q} --dataset {wildcards.dataset:q} "
-        "--lam {wildcards.lam:q} --model {params.model:q} --variant {wildcards.variant:q} --seed {wildcards.seed:q} "
-        "--n-fragments {params.n_fragments:q} --window {params.window:q} --size-factor {params.size_factor:q} "
-        "--max-gate-steps {params.max_gate_steps:q} "
-        "--device {params.device:q} --threads {threads} --scale {params.scale:q} "
-        "--checkpoint {params.checkpoint:q} --checkpoint-minutes {params.checkpoint_minutes:q} "
-        "--out {output:q} 2> {log:q}"
+# Training. calm.runs_per_job > 1 (the small scales): one job per pack (core.packs: the runs of a (dataset, lambda),
+# that many to a job, trained in turn in one process), one rule per pack made in a loop, as arith's; each run keeps
+# its curve file, and naming one runs its pack. calm.runs_per_job 1 (paper.yaml): a job per run, the wildcard rule.
+for _pack in CALM.packs():
+
+    rule:
+        name:
+            _pack.rule
+        input:
+            calm.CORPORA,
+        output:
+            _pack.paths(calm.CURVE),
+        log:
+            _pack.path(calm.PACK_LOG),
+        benchmark:
+            _pack.path(calm.PACK_TIMING)
+        group:
+            "calm_train"
+        conda:
+            ENV
+        threads: config["threads"]
+        resources:
+            **gpu_job_resources(cpus_per_gpu=2, mem_mb=16000),
+            gpu=1,
+        params:
+            runs=CALM.pack_json(_pack),
+            n_fragments=config["calm"]["n_fragments"],
+            window=config["calm"]["window"],
+            size_factor=config["calm"]["size_factor"],
+            max_gate_steps=config["calm"]["max_gate_steps"],
+            device=config["device"],
+            scale=config["scale"],
+            checkpoint_minutes=config["calm"]["checkpoint_minutes"],
+        shell:
+            "python -m reprobench calm train --corpora {input:q} --runs {params.runs:q} "
+            "--n-fragments {params.n_fragments:q} --window {params.window:q} --size-factor {params.size_factor:q} "
+            "--max-gate-steps {params.max_gate_steps:q} "
+            "--device {params.device:q} --threads {threads} --scale {params.scale:q} "
+            "--checkpoint-minutes {params.checkpoint_minutes:q} 2> {log:q}"
+
+
+if not CALM.packs():
+
+    rule calm_train:
+        input:
+            calm.CORPORA,
+        output:
+            calm.CURVE,
+        log:
+            calm.TRAIN_LOG,
+        benchmark:
+            calm.TRAIN_TIMING
+        wildcard_constraints:
+            **CALM.wildcards(),
+        group:
+            "calm_train"
+        conda:
+            ENV
+        threads: config["threads"]
+        resources:
+            gpu=1,
+        params:
+            model=lambda wildcards: CALM.user_models().get(wildcards.model, wildcards.model),
+            n_fragments=config["calm"]["n_fragments"],
+            window=config["calm"]["window"],
+            size_factor=config["calm"]["size_factor"],
+            max_gate_steps=config["calm"]["max_gate_steps"],
+            device=config["device"],
+            scale=config["scale"],
+            checkpoint=calm.CHECKPOINT,
+            checkpoint_minutes=config["calm"]["checkpoint_minutes"],
+        shell:
+            "python -m reprobench calm train --corpora {input:q} --dataset {wildcards.dataset:q} "
+            "--lam {wildcards.lam:q} --model {params.model:q} --variant {wildcards.variant:q} --seed {wildcards.seed:q} "
+            "--n-fragments {params.n_fragments:q} --window {params.window:q} --size-factor {params.size_factor:q} "
+            "--max-gate-steps {params.max_gate_steps:q} "
+            "--device {params.device:q} --threads {threads} --scale {params.scale:q} "
+            "--checkpoint {params.checkpoint:q} --checkpoint-minutes {params.checkpoint_minutes:q} "
+            "--out {output:q} 2> {log:q}"
 
 
 # The command passes the config keys the curve list depends on (JSON of Grid.curve_keys), not the 1100 paths (111 KB

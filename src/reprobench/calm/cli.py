@@ -31,19 +31,24 @@ def register(sub) -> None:
     t.add_argument("--out", required=True, help="corpora.json")
     t.set_defaults(func=cmd_prepare)
 
-    t = s.add_parser("train", help="one online run: a model on one stream")
+    t = s.add_parser("train", help="online runs: a model on one stream (--dataset ... --out), or several in turn "
+                     "(--runs: a pack, calm.runs_per_job)")
     t.add_argument("--corpora", required=True, help="corpora.json of the prepare stage")
-    t.add_argument("--dataset", required=True)
-    t.add_argument("--lam", type=int, required=True)
-    t.add_argument("--model", required=True, help="a paper model (reprobench.calm.zoo.MODELS) or package.module:Class")
-    t.add_argument("--variant", required=True)
-    t.add_argument("--seed", type=int, required=True)
+    t.add_argument("--runs", help="JSON list of runs, each with dataset, lam, model, variant, seed, out, checkpoint "
+                   "(calm.grid.Grid.pack_json), in place of the one run's options")
+    t.add_argument("--dataset")
+    t.add_argument("--lam", type=int)
+    t.add_argument("--model", help="a paper model (reprobench.calm.zoo.MODELS) or package.module:Class")
+    t.add_argument("--variant")
+    t.add_argument("--seed", type=int)
     t.add_argument("--n-fragments", type=int, required=True)
     t.add_argument("--window", type=int, required=True)
     t.add_argument("--size-factor", type=float, required=True)
     t.add_argument("--max-gate-steps", type=int, required=True, help="cap on the plastic gate's k (0: none)")
-    add_training_options(t, checkpoint=True)
-    t.add_argument("--out", required=True)
+    add_training_options(t)
+    t.add_argument("--checkpoint", help="resume from / save to this file; removed when the run completes")
+    t.add_argument("--checkpoint-minutes", type=float, required=True)
+    t.add_argument("--out")
     t.set_defaults(func=cmd_train)
 
     t = s.add_parser("aggregate", help="metrics of every run; loss after switches")
@@ -104,11 +109,25 @@ def cmd_prepare(args) -> None:
 def cmd_train(args) -> None:
     from reprobench.calm import runs
     from reprobench.core.device import choose_device
+    from reprobench.core.errors import ConfigError
 
+    one = ("dataset", "lam", "model", "variant", "seed", "out", "checkpoint")
+    if args.runs is not None:
+        try:
+            todo = json.loads(args.runs)
+            todo = [{k: run[k] for k in one} for run in todo]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError("runs", f"not a JSON list of runs with the keys {', '.join(one)} ({exc!r})") from None
+    else:
+        missing = [f"--{k}" for k in one if getattr(args, k) is None]
+        if missing:
+            raise ConfigError("train", f"give --runs, or every one of {', '.join(missing)}")
+        todo = [{k: getattr(args, k) for k in one}]
     device = choose_device(args.device, args.threads)
-    runs.train_run(args.corpora, args.dataset, args.lam, args.model, args.variant, args.seed, args.n_fragments,
-                   args.window, args.size_factor, args.max_gate_steps, args.out, args.scale, str(device),
-                   args.checkpoint, args.checkpoint_minutes * 60)
+    for run in todo:  # one process: torch and the optimiser's set-up once, the corpora read once (core.packs)
+        runs.train_run(args.corpora, run["dataset"], int(run["lam"]), run["model"], run["variant"], int(run["seed"]),
+                       args.n_fragments, args.window, args.size_factor, args.max_gate_steps, run["out"], args.scale,
+                       str(device), run["checkpoint"], args.checkpoint_minutes * 60)
 
 
 def cmd_aggregate(args) -> None:

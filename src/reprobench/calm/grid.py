@@ -10,6 +10,7 @@ from reprobench.calm import corpora, zoo
 from reprobench.calm.stream import STREAMS
 from reprobench.core.benchmark import Product, Targets
 from reprobench.core.errors import ConfigError
+from reprobench.core.packs import Pack, make_packs, to_json
 from reprobench.core.plugins import USER_CLASS, check_user_class, run_id, torch_stub
 
 SPLITS = {"multilingual": "news", "multidomain": "domain"}  # dataset -> split-folder prefix (corpora.LEVELS)
@@ -24,6 +25,7 @@ RUN = "dataset={dataset}/lambda={lam}/model={model}/variant={variant}/seed={seed
 CURVE = f"{ROOT}/curves/{RUN}.parquet"
 CHECKPOINT = f"{ROOT}/checkpoints/{RUN}.pt"
 TRAIN_LOG, TRAIN_TIMING = f"{LOGS}/train/{RUN}.log", f"{TIMINGS}/train/{RUN}.tsv"
+PACK_LOG, PACK_TIMING = f"{LOGS}/train/pack={{pack}}.log", f"{TIMINGS}/train/pack={{pack}}.tsv"  # calm.runs_per_job > 1
 RUNS = f"{ROOT}/metrics/runs.parquet"  # one row per run: ppl, ppl@sw, rec, std, autocorr, per class
 SWITCH_CURVES = f"{ROOT}/metrics/switch_curves.parquet"  # mean loss k batches after a switch, per run
 AGGREGATE_LOG = f"{LOGS}/metrics/aggregate.log"
@@ -156,6 +158,19 @@ class Grid:
         return [{"dataset": d, "lam": lam, "model": run_id(m), "variant": v, "seed": s}
                 for d in self.cfg["datasets"] for lam in self.cfg["lambdas"][d] for m in self.cfg["models"]
                 for v in self.cfg["variants"] for s in self.seeds(m, d, lam)]
+
+    def packs(self) -> list[Pack]:
+        """The training jobs when calm.runs_per_job > 1 (none at 1: the wildcard rule, a job per run): the runs of a
+        (dataset, lambda), in order, calm.runs_per_job to a job."""
+        size = self.cfg["runs_per_job"]
+        return [] if size == 1 else make_packs(self.runs(), ("dataset", "lam"), size, "calm_train")
+
+    def pack_json(self, pack: Pack) -> str:
+        """A pack's runs for `calm train --runs`: each run's keys (a user's model as its class), curve and
+        checkpoint."""
+        models = self.user_models()
+        return to_json([{**run, "model": models.get(run["model"], run["model"]), "out": CURVE.format(**run),
+                         "checkpoint": CHECKPOINT.format(**run)} for run in pack.runs])
 
     def wildcards(self) -> dict[str, str]:
         models = [run_id(m) for m in self.cfg["models"]]
