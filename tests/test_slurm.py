@@ -30,6 +30,7 @@ TRAINING_RULES = set(PROFILE["groups"])
 CPU_RULES = set(PROFILE["set-resources"]) - TRAINING_RULES  # submitted alone, without a GPU: AMTLB's random agent
 # arith's training rules, one per pack, made in a loop: each its own Slurm job on the GPU partition
 ARITH_PACKS = re.compile(r"arith_train_\w+")
+CALM_PACKS = re.compile(r"calm_train_\w+")  # core.packs: a job per pack of calm.runs_per_job runs
 SITE = {"SLURM_ACCOUNT": "reprobench", "REPROBENCH_CPU_PARTITION": "cpu", "REPROBENCH_GPU_PARTITION": "gpu"}
 NODE_GPUS = 2  # two one-GPU allocations side by side on the 2-core CI machine
 ARITH_TARGETS = ["results/arith/comparison.csv", "results/arith/tables/operations.md",
@@ -130,13 +131,17 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
     packs = {rule for rule in stats if ARITH_PACKS.fullmatch(rule)}
     # 3 cells and the 2 user's units at 1501 steps, 2 x 4 shapes at 101
     assert packs == set(tiny_arith_packs()) and len(packs) == 13
+    # CALM's 6 runs of each dataset (3 models x 2 seeds) are one pack each (calm.runs_per_job 8)
+    calm_packs = {rule for rule in stats if CALM_PACKS.fullmatch(rule)}
+    assert calm_packs == {"calm_train_multilingual_200_0", "calm_train_multidomain_200_0"}
+    packs |= calm_packs
     for rule in TRAINING_RULES | CPU_RULES | packs:
         assert sum(job.startswith(f"{rule}:") for job in submitted) == stats.get(rule, 0), rule
-    # WADE 8 (the user's sequence model shares its job) + IMDB 6 (3 models, the user's classifier one), CALM 2
-    # datasets x 3 models (PoE+PW 30, the Transformer, the user's) x 2 seeds,
+    # WADE 8 (the user's sequence model shares its job) + IMDB 6 (3 models, the user's classifier one) (CALM: the 2
+    # packs above, each 3 models (PoE+PW 30, the Transformer, the user's) x 2 seeds),
     # S2B's Table 2 (R2D2 and the scripted user agent), Table 4 (LSTM and the user's core), Figure 5 (OHE), Figure 6
     # (LSTM+Rec), Table 1 (S = 1): 2 seeds; AMTLB (2 games, 2 folds): 2 fresh, 2 pre-training, 2 transfer, 1 generalist
-    assert sum(stats.get(rule, 0) for rule in TRAINING_RULES) == 8 + 6 + 12 + 4 + 8 + 2 + 7
+    assert sum(stats.get(rule, 0) for rule in TRAINING_RULES) == 8 + 6 + 4 + 8 + 2 + 7
     assert sum(stats.get(rule, 0) for rule in CPU_RULES) == 2  # the random agent on each game
     cpu_calls = [call for call in calls if {job.split(":")[0] for job in call["jobs"]} <= CPU_RULES]
     for call in cpu_calls:  # one job each, on the CPU partition, no GPU

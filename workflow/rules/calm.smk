@@ -73,8 +73,6 @@ for _pack in CALM.packs():
             _pack.path(calm.PACK_LOG),
         benchmark:
             _pack.path(calm.PACK_TIMING)
-        group:
-            "calm_train"
         conda:
             ENV
         threads: config["threads"]
