@@ -97,7 +97,8 @@ class _TestSet:
         self.rows = rows.to(dtype)
         self.dtype = dtype
         self.counts_by_class = counts.T.contiguous()  # (classes, rows)
-        self._gain = None
+        # two classes: what choosing the second gains over the first, per row (correct_binary)
+        self.gain = (self.counts_by_class[1] - self.counts_by_class[0]).to(torch.float32) if len(classes) == 2 else None
 
     def weights(self, w: torch.Tensor) -> torch.Tensor:
         """w (outputs, features) float64 -> (outputs, columns of `rows`) in the scoring dtype: the weights of
@@ -117,9 +118,7 @@ class _TestSet:
         """second (rows, checkpoints): True where a row is given the second of two classes -> correctly classified
         items per checkpoint: the first class's items, plus the difference wherever the second is chosen (one product
         in float32, exact: the counts stay far below 2^24)."""
-        if self._gain is None:
-            self._gain = (self.counts_by_class[1] - self.counts_by_class[0]).to(torch.float32)
-        return self.counts_by_class[0].sum() + (self._gain @ second.to(torch.float32)).to(torch.int64)
+        return self.counts_by_class[0].sum() + (self.gain @ second.to(torch.float32)).to(torch.int64)
 
 
 def fit_and_score(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor,
