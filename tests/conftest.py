@@ -14,10 +14,14 @@ PLUGINS = ROOT / "tests" / "plugins"  # user models named in test configs (e.g. 
 sys.path.insert(0, str(PLUGINS))  # and importable by the tests that run them in-process
 
 
+NO_SLURM = ROOT / "tests" / "noslurm"  # an `scontrol` that fails at once, first on PATH where no cluster is tested
+
+
 def pytest_collection_modifyitems(items):
     """The Slurm tests last: the Slurm executor plugin runs `scontrol show config` whenever Snakemake starts, and once
     the Slurm test has installed slurm-wlm and stopped its daemons, that call waits about 9 s for a controller that is
-    gone, on every later Snakemake start."""
+    gone, on every later Snakemake start (run_snakemake puts tests/noslurm first on PATH for the same reason, where
+    slurm-wlm was installed before the suite began)."""
     items.sort(key=lambda item: item.get_closest_marker("slurm") is not None)
 
 
@@ -27,9 +31,12 @@ def snakemake_cmd() -> list[str]:
     return [str(exe)] if exe.exists() else [shutil.which("snakemake") or "snakemake"]
 
 
-def run_snakemake(args, cwd=ROOT, env=None, check=True, timeout=900):
+def run_snakemake(args, cwd=ROOT, env=None, check=True, timeout=900, cluster=False):
+    """Snakemake with the tests' plugins importable; without `cluster`, Slurm's `scontrol` answers at once
+    (tests/noslurm/scontrol), as on a machine without Slurm."""
     full_env = dict(os.environ, **(env or {}))
-    full_env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{full_env.get('PATH', '')}"
+    path = [str(Path(sys.executable).parent), *([] if cluster else [str(NO_SLURM)]), full_env.get("PATH", "")]
+    full_env["PATH"] = os.pathsep.join(path)
     full_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGINS), full_env.get("PYTHONPATH")) if p)
     proc = subprocess.run(snakemake_cmd() + list(args), cwd=cwd, env=full_env, capture_output=True, text=True,
                           timeout=timeout)

@@ -118,7 +118,7 @@ def job_stats(log: str) -> dict[str, int]:
 
 def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(cluster, tmp_path, tiny_local_run):
     write_config(tmp_path, tiny)
-    proc = run_snakemake(slurm_command(cluster), cwd=tmp_path, env=SITE, timeout=1500)
+    proc = run_snakemake(slurm_command(cluster), cwd=tmp_path, env=SITE, timeout=1500, cluster=True)
     log = proc.stdout + proc.stderr
     (tmp_path / "snakemake.log").write_text(log)
     calls = sbatch_calls(log)
@@ -180,7 +180,7 @@ def test_profile_submits_every_training_job_through_sbatch_grouped_with_one_gpu(
     # The same outputs as a local run of the same configuration.
     assert results_differences(tiny_local_run / "results", tmp_path / "results") == []
     # Running the command again submits nothing.
-    again = run_snakemake(slurm_command(cluster), cwd=tmp_path, env=SITE, timeout=600)
+    again = run_snakemake(slurm_command(cluster), cwd=tmp_path, env=SITE, timeout=600, cluster=True)
     assert "Nothing to be done" in again.stdout + again.stderr and "sbatch call" not in again.stdout + again.stderr
 
 
