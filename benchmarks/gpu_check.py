@@ -1,7 +1,7 @@
 """The GPU check: every benchmark's real training code on the device, measured and checked in one command.
 
     python benchmarks/gpu_check.py [--device auto] [--quick] [--parts arith,wade,calm,s2b,amtlb]
-                                   [--out results/gpu_check] [--budget-s 470] [--threads N]
+                                   [--out results/gpu_check] [--budget-s 470] [--threads N] [--cap PART=SECONDS]
 
 For each benchmark (a part, `benchmarks/gpu_parts/<key>.py`) it runs the functions the workflow's training rules
 call, at paper.yaml's sizes, for a bounded time, and reports per part: the rate in the benchmark's own unit, peak
@@ -81,7 +81,7 @@ def run_part(name: str, args) -> None:
 
         # --quick on a CPU: one torch thread (tiny ops on several threads of a shared CPU wait on each other)
         device = choose_device(args.device, args.threads or (1 if args.quick and args.device == "cpu" else None))
-        cap = QUICK_CAP_S * 0.6 if args.quick else CAPS_S.get(name, 80)
+        cap = QUICK_CAP_S * 0.6 if args.quick else args.caps.get(name, CAPS_S.get(name, 80))
         module = importlib.import_module(f"gpu_parts.{name}")
         row |= module.check(Context(device, args.quick, cap, started, partial=args.row + ".partial"))
         row["status"] = "ok"
@@ -100,7 +100,8 @@ def spawn(name: str, args, hard_s: float) -> dict:
     partial.unlink(missing_ok=True)
     command = [sys.executable, str(Path(__file__).resolve()), "--part", name, "--row", str(row_path),
                "--device", args.device] + (["--quick"] if args.quick else []) + (
-        ["--threads", str(args.threads)] if args.threads else [])
+        ["--threads", str(args.threads)] if args.threads else []) + [
+        f"--cap={part}={seconds:g}" for part, seconds in args.caps.items()]
     started = time.monotonic()
     with open(log_path, "w") as log:
         try:
@@ -202,6 +203,21 @@ def markdown(env: dict, rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _caps(parser, given: list[str]) -> dict[str, float]:
+    """{part: seconds} from --cap PART=SECONDS options (the part names are checked by main, not in a part's
+    process)."""
+    caps = {}
+    for text in given:
+        part, _, seconds = text.partition("=")
+        try:
+            caps[part.strip()] = float(seconds)
+        except ValueError:
+            parser.error(f"--cap {text!r}: expected PART=SECONDS, e.g. wade=170")
+        if caps[part.strip()] <= 0:
+            parser.error(f"--cap {text!r}: the seconds must be positive")
+    return caps
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="auto", help="auto (CUDA where present), cpu, cuda or cuda:N")
@@ -210,9 +226,13 @@ def main() -> int:
     parser.add_argument("--out", default="results/gpu_check", help="folder for gpu_check.{json,md} and the logs")
     parser.add_argument("--budget-s", type=float, default=470.0, help="wall-time budget of the whole check")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--cap", action="append", default=[], metavar="PART=SECONDS",
+                        help="a part's soft time cap instead of its default (" + ", ".join(
+                            f"{k} {v}" for k, v in CAPS_S.items()) + " s), e.g. --cap wade=170; repeatable")
     parser.add_argument("--part", help=argparse.SUPPRESS)  # internal: run one part in this process
     parser.add_argument("--row", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.caps = _caps(parser, args.cap)
     sys.path.insert(0, str(HERE))
     if args.part:
         run_part(args.part, args)
@@ -221,6 +241,8 @@ def main() -> int:
     unknown = sorted(set(parts) - set(PARTS))
     if unknown:
         parser.error(f"--parts: unknown part(s) {', '.join(unknown)} (known: {', '.join(PARTS)})")
+    for name in sorted(set(args.caps) - set(PARTS)):
+        parser.error(f"--cap '{name}={args.caps[name]:g}': unknown part '{name}' (known: {', '.join(PARTS)})")
     started = time.monotonic()
     import torch
 
@@ -232,7 +254,7 @@ def main() -> int:
     rows = []
     for name in parts:
         left = args.budget_s - (time.monotonic() - started)
-        hard = min((QUICK_CAP_S if args.quick else CAPS_S.get(name, 80)) + GRACE_S, left)
+        hard = min((QUICK_CAP_S if args.quick else args.caps.get(name, CAPS_S.get(name, 80))) + GRACE_S, left)
         if hard < 5:
             rows.append({"part": name, "status": "failed", "error": "no time left in the check's budget"})
             continue

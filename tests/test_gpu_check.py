@@ -51,7 +51,7 @@ def test_the_markdown_table_has_a_row_and_a_section_per_part(report):
 
 
 def test_a_part_that_hangs_or_fails_is_reported_and_the_check_goes_on(tmp_path):
-    args = Namespace(out=str(tmp_path), device="cpu", quick=True, threads=None)
+    args = Namespace(out=str(tmp_path), device="cpu", quick=True, threads=None, caps={})
     killed = gpu_check.spawn("arith", args, hard_s=0.5)
     assert killed["status"] == "failed" and "hard cap" in killed["error"]
     row = tmp_path / "row.json"
@@ -61,17 +61,26 @@ def test_a_part_that_hangs_or_fails_is_reported_and_the_check_goes_on(tmp_path):
 
 
 def test_what_a_killed_part_kept_is_reported(tmp_path, monkeypatch):
-    """A part killed at its hard cap after it kept a measurement (ctx.keep) is reported with that measurement."""
+    """A part killed at its hard cap after it kept a measurement (ctx.keep) is reported with that measurement; a
+    --cap given to the check is the part's soft cap (ctx.cap_s) in its own process."""
     parts = tmp_path / "parts"
     (parts / "gpu_parts").mkdir(parents=True)
     real = ROOT / "benchmarks" / "gpu_parts" / "__init__.py"
     (parts / "gpu_parts" / "__init__.py").write_text(real.read_text().replace(
         "ROOT = Path(__file__).resolve().parents[2]", f"ROOT = Path({str(ROOT)!r})"))
     (parts / "gpu_parts" / "slow.py").write_text(
-        "import time\n\ndef check(ctx):\n    ctx.keep('first', {'rate': 1.5})\n    time.sleep(60)\n")
+        "import time\n\ndef check(ctx):\n    ctx.keep('first', {'rate': 1.5, 'cap': ctx.cap_s})\n    time.sleep(60)\n")
     script = parts / "gpu_check.py"
     script.write_text((ROOT / "benchmarks" / "gpu_check.py").read_text())
     monkeypatch.setattr(gpu_check, "__file__", str(script))
-    row = gpu_check.spawn("slow", Namespace(out=str(tmp_path), device="cpu", quick=True, threads=None), hard_s=8)
+    row = gpu_check.spawn("slow", Namespace(out=str(tmp_path), device="cpu", quick=False, threads=None,
+                                            caps={"slow": 42.0}), hard_s=8)
     assert row["status"] == "failed" and "hard cap" in row["error"]
-    assert row["kept"] == {"first": {"rate": 1.5}}
+    assert row["kept"] == {"first": {"rate": 1.5, "cap": 42.0}}
+
+
+@pytest.mark.parametrize("cap", ["nopart=30", "wade=soon", "wade=-5"])
+def test_a_bad_cap_is_refused_with_its_text(cap):
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--cap", cap, "--out",
+                           "/nonexistent/never-written"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and f"--cap '{cap}'" in proc.stderr, proc.stderr

@@ -9,7 +9,10 @@ the real corpora's (211 characters, about 58,000 words) so that every shape is t
 while time lasts: PoE+PW 30 on news lambda 10k (the row: 21.8M parameters, li 2, k 10), MoE 30 on news 10k (its
 LSTM gate, after the warm-up), Large LSTM on domain 10k (H 5200: the FLOP rate of a FLOP-bound run), PoE+PW 30 on
 domain 10k (k 100 gate steps over the (30, 20, 10, 58000) expert outputs: their memory traffic) and PoE+PW 30 on
-news 100k (k 100: with the first, a pass's and a gate step's latency). `plan_seconds` extrapolates them to the grid.
+news 100k (k 100: with the first, a pass's and a gate step's latency). `StepModel` extrapolates them to the grid.
+Then, while time lasts, Appendix C's Transformer on its four settings (windows of 100 tokens x 10 streams read with a
+512-token buffer, li Adam steps per window), each timed after the buffer has filled, and projected on its own runs;
+its float64 agreement with the CPU at a quarter of the widths (d 512, 8 heads, a 128-token buffer).
 """
 
 from __future__ import annotations
@@ -40,6 +43,10 @@ NEWS_10K, NEWS_100K, DOMAIN_10K = ("multilingual", 10_000), ("multilingual", 100
 MEASURED = (("poe_pw_30", *NEWS_10K), ("moe_30", *NEWS_10K), ("large_lstm", *DOMAIN_10K),
             ("poe_pw_30", *DOMAIN_10K), ("poe_pw_30", *NEWS_100K))
 AGREE_TOL = 1e-9  # float64; the batched and looped CPU paths agree to ~3e-14 after three steps (calm_throughput.py)
+# Appendix C's Transformer, in the order measured: news 10k (d 2048, 3 layers, li 5) first, the costliest per window
+TRANSFORMER_SETTINGS = (NEWS_10K, DOMAIN_10K, NEWS_100K, ("multidomain", 20_000))
+TRANSFORMER_ESTIMATE = "none (not in the README's estimates)"
+TRANSFORMER_AGREE_FACTOR = 0.25  # the agreement's widths: float64 at d 2048 on the CPU would take minutes
 
 
 class Sizes:
@@ -64,21 +71,25 @@ class Sizes:
                              self.max_gate_steps)
 
 
-def stand_in_batches(folder: str) -> tuple[dict[str, list], dict[str, int]]:
-    """({dataset: the batches of a short stream}, {dataset: vocabulary size}) of a small synthetic stand-in (a few
-    thousand tokens per class: 2 fragments per class of about 1,000 tokens, window 20)."""
+def stand_in_batches(folder: str, windows=(BPTT,)) -> tuple[dict[tuple[str, int], list], dict[str, int]]:
+    """({(dataset, window): the batches of a short stream}, {dataset: vocabulary size}) of a small synthetic stand-in
+    (a few thousand tokens per class: 2 fragments per class of about 1,000 tokens); a window's batches are window
+    tokens per stream (bptt = window: Table 1's 20, the Transformer's 100)."""
     root = synthetic.make_synthetic(Path(folder) / "stand-in", chars_per_language=60_000, words_per_domain=20_000)
     batches, vocab = {}, {}
     for dataset, prefix in SPLITS.items():
         tokens, words = corpora.load_tokens(root / f"{prefix}_test")
-        batches[dataset] = list(Stream(tokens, 1_000, 0, 2 * len(tokens), b=STREAMS, window=BPTT, bptt=BPTT))
+        for window in windows:
+            batches[dataset, window] = list(Stream(tokens, 1_000, 0, 2 * len(tokens), b=STREAMS, window=window,
+                                                   bptt=window))
         vocab[dataset] = len(words)
     return batches, vocab
 
 
 def measure(ctx, sizes: Sizes, model: str, dataset: str, lam: int, batches: list, seconds: float,
-            syncs: bool) -> dict:
-    """One learner's online step on the device, after its warm-up (an MoE's gate trains, as in 95 of 100 fragments)."""
+            syncs: bool, warmup: int = 2) -> dict:
+    """One learner's online step on the device, after its warm-up (an MoE's gate trains, as in 95 of 100 fragments;
+    the Transformer's buffer fills over its first windows: `warmup` steps)."""
     cfg = sizes.config(model, dataset, lam)
     learner = sizes.learner(model, dataset, lam, ctx.device)
     if cfg.warmup:
@@ -93,7 +104,9 @@ def measure(ctx, sizes: Sizes, model: str, dataset: str, lam: int, batches: list
     out = {"model": model, "dataset": dataset, "lambda": lam, "vocabulary": sizes.vocab[dataset],
            "parameters": runs.n_parameters(learner), "nhid": cfg.nhid, "n_experts": cfg.n_experts, "li": cfg.li,
            "gate": cfg.gate or "-", "gate_steps": cfg.gate_steps if cfg.gate == "grad" else 0}
-    out |= ctx.rate(step, TOKENS, seconds)
+    tokens = batches[0].x.numel()
+    out |= {"window": batches[0].x.shape[0], "context": cfg.context, "n_layers": cfg.n_layers} if cfg.context else {}
+    out |= ctx.rate(step, tokens, seconds, warmup=warmup)
     out |= ctx.peak_memory_mb()
     if syncs:
         out |= ctx.syncs(step)
@@ -125,17 +138,18 @@ def agree(ctx, sizes: Sizes, batches: list, steps: int) -> dict:
                      f"'{auto_recurrence(ctx.device, nhid)}', on the CPU '{auto_recurrence('cpu', nhid)}')", steps)
 
 
-def plan_batches(section: dict) -> Counter:
-    """{(model, dataset, lambda): batches} of Table 1's runs in paper.yaml, one variant: the grid's runs (its seeds,
-    7 or 8 for domain MoE 30) and each run's batches from its stream (which depends on the dataset's number of
-    classes, lambda, the seed, n_fragments and the window)."""
-    grid = Grid(section | {"models": list(zoo.MODELS), "variants": ["faithful"]})
+def plan_batches(section: dict, models=zoo.MODELS) -> Counter:
+    """{(model, dataset, lambda): batches} of the runs of `models` (Table 1's by default) in paper.yaml, one variant:
+    the grid's runs (its seeds, 7 or 8 for domain MoE 30) and each run's batches from its stream (which depends on
+    the dataset's number of classes, lambda, the seed, n_fragments, the window and the model's bptt)."""
+    grid = Grid(section | {"models": list(models), "variants": ["faithful"]})
     per_stream, out = {}, Counter()
     for run in grid.runs():
-        key = run["dataset"], run["lam"], run["seed"]
+        bptt = zoo.bptt(run["model"], section["window"])
+        key = run["dataset"], run["lam"], run["seed"], bptt
         if key not in per_stream:
             per_stream[key] = len(Stream(CLASSES[run["dataset"]], run["lam"], run["seed"], section["n_fragments"],
-                                         b=STREAMS, window=section["window"], bptt=BPTT))
+                                         b=STREAMS, window=section["window"], bptt=bptt))
         out[run["model"], run["dataset"], run["lam"]] += per_stream[key]
     return out
 
@@ -205,27 +219,94 @@ class StepModel:
         return cfg.li * (one_pass + cfg.gate_steps * max(self.gate, traffic))
 
 
+QUICK_TRANSFORMER_WINDOW = 20  # --quick: the Transformer's context shrinks with size_factor 0.05 to 26 tokens
+
+
+def transformer_rows(ctx, sizes: Sizes, section: dict, batches: dict, window: int, notes: list) -> list[dict]:
+    """Appendix C's Transformer on its settings while time lasts, each projected on its own runs in paper.yaml (one
+    variant); the first with host syncs, then the float64 agreement at reduced widths. [] if none could run."""
+    plan = plan_batches(section, (zoo.TRANSFORMER,))
+    rows = []
+    for i, (dataset, lam) in enumerate(TRANSFORMER_SETTINGS):
+        if ctx.left() < (3 if ctx.quick else 12):
+            notes.append("Transformer not measured for lack of time: " + ", ".join(
+                f"{d} {lam_ // 1000}k" for d, lam_ in TRANSFORMER_SETTINGS[i:]))
+            break
+        cfg = sizes.config(zoo.TRANSFORMER, dataset, lam)
+        warm = math.ceil(cfg.context / window) + 1  # until the buffer holds its full context
+        row = measure(ctx, sizes, zoo.TRANSFORMER, dataset, lam, batches[dataset, window],
+                      0.2 if ctx.quick else min(6.0, 0.2 * ctx.left()), syncs=i == 0, warmup=warm)
+        row["setting"] = (f"Transformer {dataset} {lam // 1000}k: d {cfg.nhid}, {cfg.n_heads} heads, {cfg.n_layers} "
+                          f"layer(s), li {cfg.li}, V {sizes.vocab[dataset]:,}, windows of {row['window']} x {STREAMS} "
+                          f"tokens read with a {cfg.context}-token buffer")
+        n = plan[zoo.TRANSFORMER, dataset, lam]
+        row["projection"] = projection(n * row["window"] * STREAMS, row["rate"], TRANSFORMER_ESTIMATE,
+                                       f"{n:,} windows of {row['window']} x {STREAMS} tokens over the grid's "
+                                       f"Transformer runs on {dataset} {lam // 1000}k (10 seeds), one variant, at "
+                                       "this setting's measured step")
+        rows.append(row)
+        ctx.keep(f"transformer {dataset} {lam}", row)
+        if ctx.cuda:
+            torch.cuda.empty_cache()
+    if rows and ctx.left() > (3 if ctx.quick else 10):
+        rows[0]["agreement"] = agree_transformer(ctx, sizes, batches["multilingual", window], 2)
+    if len(rows) == len(TRANSFORMER_SETTINGS):
+        hours = sum(r["projection"]["device_hours"] for r in rows)
+        notes.append(f"Appendix C's Transformer, measured on its 4 settings: {hours:.3g} device-hours per variant "
+                     "(" + ", ".join(f"{r['dataset']} {r['lambda'] // 1000}k {r['projection']['device_hours']:.3g} h"
+                                     for r in rows) + "); the corrected variant adds an eval-mode forward per window "
+                     "and carries one copy of the window, not li")
+    return rows
+
+
+def agree_transformer(ctx, sizes: Sizes, batches: list, steps: int) -> dict:
+    """The Transformer (news 10k's setting at TRANSFORMER_AGREE_FACTOR of its widths and buffer) for `steps`
+    windows in float64, dropout off, from the same initial weights (built on the CPU): the losses and the weights."""
+    factor = 0.05 if ctx.quick else TRANSFORMER_AGREE_FACTOR
+    vocab = sizes.vocab["multilingual"]
+
+    def run(device) -> list:
+        torch.manual_seed(0)
+        learner = zoo.build(zoo.TRANSFORMER, *NEWS_10K, vocab, "faithful", factor)
+        for m in learner.model.modules():  # masks would come from two generators
+            if isinstance(m, torch.nn.Dropout):
+                m.p = 0.0
+            if isinstance(m, torch.nn.MultiheadAttention):
+                m.dropout = 0.0
+        learner.model.to(device, torch.float64)  # in place: the optimiser keeps its parameters
+        losses = torch.stack([learner.learn(b.x.to(device), b.y.to(device)) for b in batches[:steps]])
+        return [losses, *learner.model.parameters()]
+
+    cfg = zoo.config(zoo.TRANSFORMER, *NEWS_10K, size_factor=factor)
+    return agreement(run(ctx.device), run(torch.device("cpu")), AGREE_TOL,
+                     f"the Transformer (news 10k's setting at {factor} of its widths: d {cfg.nhid}, {cfg.n_heads} "
+                     f"heads, {cfg.n_layers} layers, a {cfg.context}-token buffer, li {cfg.li}), {steps} windows in "
+                     "float64 without dropout: the losses and every weight after them", steps)
+
+
 def check(ctx) -> dict:
     if ctx.quick and not ctx.cuda:
         torch.set_num_threads(1)  # tiny ops: one thread, the fastest on a shared CPU
     section = ctx.paper("calm")
+    t_window = QUICK_TRANSFORMER_WINDOW if ctx.quick else section["window"]
     with tempfile.TemporaryDirectory() as folder:
-        batches, stand_in_vocab = stand_in_batches(folder)
+        batches, stand_in_vocab = stand_in_batches(folder, (BPTT, t_window))
     sizes = Sizes(ctx.quick, stand_in_vocab)
     plan = plan_batches(section)
     measured, notes, agree_row = {}, [], None
     for i, key in enumerate(MEASURED):
         if i == 2:  # the CPU comparison after the row and its MoE subpart
-            agree_row = agree(ctx, sizes, batches["multilingual"], 2 if ctx.quick else 3)
+            agree_row = agree(ctx, sizes, batches["multilingual", BPTT], 2 if ctx.quick else 3)
             ctx.keep("agreement", agree_row)
         seconds = 0.2 if ctx.quick else min(8.0, 0.15 * ctx.left())
         if measured and ctx.left() < (3 if ctx.quick else 15):
             notes.append("not measured for lack of time: " + ", ".join(f"{m} {d} {lam}" for m, d, lam in MEASURED[i:]))
             break
-        measured[key] = measure(ctx, sizes, *key, batches[key[1]], seconds, syncs=i < 2)
+        measured[key] = measure(ctx, sizes, *key, batches[key[1], BPTT], seconds, syncs=i < 2)
         ctx.keep(" ".join(map(str, key)), measured[key])
         if ctx.cuda:
             torch.cuda.empty_cache()  # the next learner may be 30 times larger
+    transformer = transformer_rows(ctx, sizes, section, batches, t_window, notes)
     model = StepModel(sizes, measured, notes)
     hours = {key: n_batches * model.batch_seconds(sizes.config(*key), sizes.vocab[key[1]]) / 3600
              for key, n_batches in plan.items()}
@@ -250,7 +331,7 @@ def check(ctx) -> dict:
                                  "7-8 for domain MoE 30), each run's batches from its stream; each row's batch time "
                                  f"from the measured steps: {STEP_MODEL}; "
                                  + ", ".join(f"{d} {lam // 1000}k {h:,.2f} h" for (d, lam), h in by_dataset.items())),
-        "subparts": [measured[k] for k in MEASURED[1:] if k in measured],
+        "subparts": [measured[k] for k in MEASURED[1:] if k in measured] + transformer,
         "notes": [f"one step = online.learn_batch (run_online's loop body) on {TOKENS} tokens: the batch to the "
                   "device, learn (score, li passes of the experts' update: forward, loss, backward, clipping per "
                   "expert, Adam; per pass k plastic-gate Adam steps or one LSTM-gate step), the gate weights and the "

@@ -1,21 +1,23 @@
 """S2B's part of the GPU check: R2D2 training of the listener at the reference sizes, through the trainer the
 `s2b_train*` rules run (runs.zsct_config / runs.experiment_config -> train.Trainer, stepped as Trainer.train steps it).
-Table 2's preset (LSTM listener, posdis speaker, O = S = 1) is the row; Table 4's cores (Archi LSTM, ESBN, DCEM) are
-its subparts, measured in the order Table 2, DCEM (the slowest), LSTM, ESBN, so that what a short budget leaves out
-is the last two.
+Table 2's preset (LSTM listener, posdis speaker, O = S = 1) is the row; Table 4's cores (Archi LSTM, ESBN, DCEM) and
+one preset per network of Figures 5 and 6 (the recall DNC with SCS stimuli; Figure 6's DNC and LSTM with the
+reconstruction) are its subparts, measured in the order Table 2, DCEM (the slowest), LSTM, ESBN, Figure 5 SCS, Figure 6
+DNC + Rec, LSTM + Rec, so that what a short budget leaves out is the last ones. The figures' other presets are priced
+from a measured one (PRICED_AS: Figure 5's OHE as its SCS, Figure 6's cores without the reconstruction as with it).
 
-Per preset, 32 actors (tiny sizes with --quick: train.small, 4 actors):
+Per preset, the preset's actors (32; Figure 6: 16; tiny sizes with --quick: train.small, 4 actors):
 - warm-up: Trainer.step until the learner may start, with min_capacity lowered to N x W experiences (W env steps,
   so that episodes fall out of step and the reconstruction's store holds finished episodes) and the reconstruction's
   updates stubbed (their cost does not depend on the weights), as benchmarks/s2b_r2d2_throughput.py does;
 - window: Trainer.step as it runs (acting, learner updates at the preset's cadence, reconstruction at its schedule),
-  untouched but for a counter of train() calls;
+  untouched but for counters of train() calls and reconstruction updates;
 - learner update alone: R2D2Learner.train(replay) back to back (Table 4's bursts are back to back too);
 - rate (observations/s) = observations per env step / (acting + reconstruction per env step + c x update time), c the
-  preset's train() calls per env step: Table 2 calls once per step (the rate is the window's own), Table 4 in bursts of
-  4 when the finished-episode counter lands on a multiple of 32 (its cadence as implemented, simulated on the run's
-  own episode stream: s2b_r2d2_throughput.episode_stats), a few per hundred env steps, which a short window cannot
-  sample: its acting + reconstruction is the window less the time of its own (timed) train() calls;
+  preset's train() calls per env step: Table 2 and the figures call once per step (the rate is the window's own),
+  Table 4 in bursts of 4 when the finished-episode counter lands on a multiple of 32 (its cadence as implemented,
+  simulated on the run's own episode stream: s2b_r2d2_throughput.episode_stats), a few per hundred env steps, which a
+  short window cannot sample: its acting + reconstruction is the window less the time of its own (timed) train() calls;
 - the agreement of a few float64 learner updates on the device and on the CPU from the same batches and weights, host
   syncs per component, a split of an env step (acting, learner, reconstruction, each synchronised), as far as the
   preset's share of the time goes, and the paper plan's device-hours from the grid (the preset's runs x observations).
@@ -39,24 +41,49 @@ from reprobench.s2b.grid import R2D2, Grid
 from reprobench.s2b.r2d2 import R2D2Learner
 
 # (experiment, model): measured in this order; each gets its weight's share of the time left when it starts
-PRESETS = (("table2", R2D2), ("table4", "dcem"), ("table4", "lstm"), ("table4", "esbn"))
-QUICK_PRESETS = (("table2", R2D2), ("table4", "lstm"))  # the CPU check: every code path, the cheapest core
-WEIGHTS = {R2D2: 0.24, "dcem": 0.34, "lstm": 0.14, "esbn": 0.28}
+ROW = ("table2", R2D2)
+PRESETS = (ROW, ("table4", "dcem"), ("table4", "lstm"), ("table4", "esbn"), ("fig5", "scs"), ("fig6", "dnc_rec"),
+           ("fig6", "lstm_rec"))
+QUICK_PRESETS = (ROW, ("table4", "lstm"), ("fig5", "scs"))  # the CPU check: every code path (the DNC too), cheaply
+# on a 160 s cap (--cap s2b=160) Table 2 and Table 4 keep the shares they had of 90 s (~20, 28, 12, 26 s) and the
+# figures get ~20-25 s each (time a preset leaves unused goes to the next ones); on 90 s all get ~10-16 s and Table
+# 4's LSTM (~7 s) is left out
+WEIGHTS = {ROW: 0.13, ("table4", "dcem"): 0.185, ("table4", "lstm"): 0.08, ("table4", "esbn"): 0.165,
+           ("fig5", "scs"): 0.14, ("fig6", "dnc_rec"): 0.16, ("fig6", "lstm_rec"): 0.14}
+# the figures' presets not measured, priced at a measured one's rate: (that preset, why its rate fits); the networks'
+# sizes checked at the reference sizes (train.Trainer's parameters)
+PRICED_AS = {
+    ("fig5", "ohe"): (("fig5", "scs"), "OHE as SCS: the same recall DNC, replay and learner but for the encoder's "
+                                       "first layer, a 512 x 15 weight instead of 512 x 3 (397,492 parameters against "
+                                       "391,348); OHE's episodes are 30 steps against SCS's ~155, so ~3% fewer "
+                                       "observations per env step (one reset step per episode): a few % low"),
+    ("fig6", "dnc"): (("fig6", "dnc_rec"), "DNC as DNC + Rec, an upper bound: the same network without the "
+                                           "reconstruction's updates"),
+    ("fig6", "lstm"): (("fig6", "lstm_rec"), "LSTM as LSTM + Rec, an upper bound: the same network without the "
+                                             "reconstruction's updates"),
+}
 MIN_SHARE_S = 8.0  # below this a preset is left out (not with --quick, which runs every code path, a few steps)
 RESERVE_S = {False: 3.0, True: 1.0}  # kept back at the end of the cap
 QUICK_MAX_STEPS = {"window": 12, "learner": 3}  # --quick: a few steps, whatever the time
-WARM_STEPS = {"table2": 300, "table4": 150}  # W: a few of the longest episodes (Table 2 ~215 steps, Table 4 ~90)
+# W: longer than the longest episodes (Table 2 ~215 steps, Table 4 ~90, Figure 5 SCS ~490 (mean ~155), Figure 6
+# ~820 (mean ~270), as environment-only runs of the presets found them)
+WARM_STEPS = {"table2": 300, "table4": 150, "fig5": 500, "fig6": 1000}
 QUICK_WARM_STEPS = 20
 CADENCE_ENV_STEPS = {False: 10_000, True: 500}  # env-only steps simulating Table 4's cadence
-ESTIMATES = {"table2": "14 GPU-hours", "table4": "65 GPU-hours (Table 4's three cores together)"}
+ESTIMATES = {"table2": "14 GPU-hours", "table4": "65 GPU-hours (Table 4's three cores together)",
+             "fig5": "14 GPU-hours (Figure 5's SCS and OHE runs together)",
+             "fig6": "about 43 GPU-hours (Figure 6's four presets together)"}
 ALL_ESTIMATE = "about 136 GPU-hours (Tables 2 and 4, Figures 5 and 6; faithful variants)"
-FIGURES_5_6_ESTIMATE_H = 14 + 43  # the README's estimates for the runs this part does not measure
+FIGURES = ("fig5", "fig6")
+NAMES = {"table2": "Table 2", "table4": "Table 4", "fig5": "Figure 5", "fig6": "Figure 6"}
 TOLERANCE = 1e-9
 NOTES = [
     "rate: environment observations per second of training as the trainer runs it (N actors' acting step, the "
     "sequence builder and replay, the learner at the preset's cadence, the auxiliary reconstruction at its schedule); "
-    "not included: the greedy evaluations (every 500k (Table 2) or 1M (Table 4) observations, about 5.5e4 greedy "
-    "observations each, ~1% more), checkpoints, start-up",
+    "not included: the greedy evaluations (700 episodes on 100 actors, acting only: every 500k (Table 2) or 1M (Table "
+    "4) observations, about 5.5e4 greedy observations each, ~1% more; Figure 5 every 25k, 1.1e5 (SCS) or 2.1e4 (OHE) "
+    "each, 20 per run, SCS's 2.2e6 four times the run's trained observations; Figure 6 every 200k, 1.9e5 each, 10 per "
+    "run, as many as trained), checkpoints, start-up",
     "host syncs: the row's are the learner update's (train(): batches to the device through pinned memory, its "
     "priorities left on the device for the replay to copy at its next use); acting per env step: the actions to the "
     "host (inherent: the environments are numpy), the stored recurrent state of actors that start a sequence (one copy "
@@ -66,7 +93,7 @@ NOTES = [
     "waits for the previous update's priorities (prioritised replay needs them)",
     "env_step_split_ms: each component synchronised on its own (serialised), over a few steps after the window",
 ]
-AGREEMENT_BATCH = {"table2": 8, "table4": 4}  # sequences per minibatch in the float64 check (the CPU side's cost)
+AGREEMENT_BATCH = {"table2": 8, "table4": 4, "fig5": 4, "fig6": 4}  # sequences per minibatch in the float64 check
 
 
 def check(ctx: Context) -> dict:
@@ -76,35 +103,48 @@ def check(ctx: Context) -> dict:
     cadences: dict = {}
     presets = QUICK_PRESETS if ctx.quick else PRESETS
     rows, left_out = {}, [f"{e} {m} (not in --quick)" for e, m in PRESETS if (e, m) not in presets]
-    for i, (experiment, model) in enumerate(presets):
-        rest = sum(WEIGHTS[m] for _, m in presets[i:])
-        share = (ctx.left() - RESERVE_S[ctx.quick]) * WEIGHTS[model] / rest
+    for i, key in enumerate(presets):
+        experiment, model = key
+        rest = sum(WEIGHTS[k] for k in presets[i:])
+        share = (ctx.left() - RESERVE_S[ctx.quick]) * WEIGHTS[key] / rest
         if share < MIN_SHARE_S and not ctx.quick:
             left_out.append(f"{experiment} {model} (no time left)")
             continue
-        if model == R2D2:  # the row itself: its failure is the part's
-            rows[model] = _measure(ctx, experiment, model, sizes, share, section, grid, cadences)
-            ctx.keep(f"{experiment} {model}", rows[model])
+        if key == ROW:  # the row itself: its failure is the part's
+            rows[key] = _measure(ctx, experiment, model, sizes, share, section, grid, cadences)
+            ctx.keep(f"{experiment} {model}", rows[key])
             continue
         try:
-            rows[model] = _measure(ctx, experiment, model, sizes, share, section, grid, cadences)
-            ctx.keep(f"{experiment} {model}", rows[model])
+            rows[key] = _measure(ctx, experiment, model, sizes, share, section, grid, cadences)
+            ctx.keep(f"{experiment} {model}", rows[key])
         except Exception as exc:  # a subpart's failure is its row; the others still run
-            rows[model] = {"preset": f"{experiment} {model}", "status": "failed",
-                           "error": f"{type(exc).__name__}: {exc}"}
-    row = rows.pop(R2D2)
-    row["subparts"] = [rows[m] for m in ("lstm", "esbn", "dcem") if m in rows]
-    done = [r for r in row["subparts"] if "projection" in r]
+            rows[key] = {"preset": f"{experiment} {model}", "status": "failed",
+                         "error": f"{type(exc).__name__}: {exc}"}
+    row = rows.pop(ROW)
+    table4 = [("table4", m) for m in ("lstm", "esbn", "dcem")]
+    row["subparts"] = [rows[k] for k in [*table4, *[p for p in PRESETS if p[0] in FIGURES]] if k in rows]
+    done = [rows[k] for k in table4 if "projection" in rows.get(k, {})]
     row["projection_table4"] = _sum_projection([r["projection"] for r in done], ESTIMATES["table4"], len(done) == 3)
-    measured = row["projection"]["device_hours"] + (row["projection_table4"]["device_hours"] or 0.0)
-    row["projection_all"] = {"device_hours": measured + FIGURES_5_6_ESTIMATE_H if len(done) == 3 else None,
-                             "estimate_before": ALL_ESTIMATE,
-                             "how": f"Table 2 + Table 4 measured here ({measured:.3g} h) + the README's estimates for "
-                                    f"Figures 5 and 6 ({FIGURES_5_6_ESTIMATE_H} h), not measured here"}
+    for experiment in FIGURES:
+        row[f"projection_{experiment}"] = _figure_projection(section, grid, experiment, rows)
+    totals = {"Table 2": row["projection"], "Table 4": row["projection_table4"],
+              **{NAMES[x]: row[f"projection_{x}"] for x in FIGURES}}
+    complete = all(p["device_hours"] is not None for p in totals.values())
+    row["projection_all"] = {
+        "device_hours": sum(p["device_hours"] for p in totals.values()) if complete else None,
+        "estimate_before": ALL_ESTIMATE,
+        "how": ("the sum of " if complete else "not all measured, no sum: ")
+        + "; ".join(f"{name} {_hours(p['device_hours'])}" + (f" ({p['presets']})" if p.get("presets") else "")
+                    for name, p in totals.items())
+        + (", every figure's preset measured or priced from a measured one (PRICED_AS)" if complete else "")}
     summary = [_summary(r.get("preset", "?"), r) for r in [row, *row["subparts"]]]
     t4 = row["projection_table4"]
-    summary.append(f"Table 4 together: {_hours(t4['device_hours'])} ({t4['how']}; estimate before: 65 GPU-hours); "
-                   f"all of the README's 136: {_hours(row['projection_all']['device_hours'])} "
+    summary.append(f"Table 4 together: {_hours(t4['device_hours'])} ({t4['how']}; estimate before: 65 GPU-hours)")
+    for experiment in FIGURES:
+        p = row[f"projection_{experiment}"]
+        summary.append(f"{NAMES[experiment]} together: {_hours(p['device_hours'])} ({p['how']}; estimate before: "
+                       f"{p['estimate_before']})")
+    summary.append(f"all of the README's 136: {_hours(row['projection_all']['device_hours'])} "
                    f"({row['projection_all']['how']})")
     if left_out:
         summary.append(f"left out: {', '.join(left_out)}")
@@ -136,6 +176,17 @@ def _summary(name: str, r: dict) -> str:
 # -- one preset --------------------------------------------------------------------------------------------------
 
 
+def _label(experiment: str, model: str) -> str:
+    if experiment == "table2":
+        return "Table 2 (LSTM, O = 1, S = 1)"
+    if experiment == "fig5":
+        return f"Figure 5 (the recall task's DNC, {model.upper()} stimuli)"
+    if experiment == "fig6":
+        core, rec = model.removesuffix("_rec"), model.endswith("_rec")
+        return f"Figure 6 {core.upper()}{' + Rec' if rec else ''}"
+    return f"{NAMES[experiment]} {model.upper()}"
+
+
 def _config(experiment: str, model: str, sizes: str, section: dict) -> train.TrainConfig:
     """The run's config as the rule builds it (seed 0, faithful; Table 2's cell O = 1, S = 1)."""
     if experiment == "table2":
@@ -155,7 +206,7 @@ def _measure(ctx: Context, experiment: str, model: str, sizes: str, share: float
     warm = QUICK_WARM_STEPS if ctx.quick else WARM_STEPS[experiment]
     config = dataclasses.replace(base, r2d2=dataclasses.replace(r, min_capacity=n * warm))
     trainer = train.Trainer(config, ctx.device)
-    label = "Table 2 (LSTM, O = 1, S = 1)" if experiment == "table2" else f"Table 4 {model.upper()}"
+    label = _label(experiment, model)
     notes, phases = [], {"setup": time.monotonic() - started}
 
     def phase(name):
@@ -202,12 +253,24 @@ def _measure(ctx: Context, experiment: str, model: str, sizes: str, share: float
         return out
 
     trainer.learner.train = counted
+
+    # the reconstruction's updates counted too: a window before the first finished episodes would have none
+    def recon_counted(update):
+        def run(*args):
+            calls["recon"] += 1
+            return update(*args)
+        return run
+
+    store0 = len(trainer.rec_store)
+    undo_recon = None if trainer.recon is None else _wrapped(trainer.recon, "update", recon_counted)
     obs0 = trainer.observations
     ctx.reset_peak_memory()
     window = ctx.rate(trainer.step, 1.0, _budget(end, 0.40), warmup=0, min_steps=2,
                       max_steps=QUICK_MAX_STEPS["window"] if ctx.quick else None)
     obs, window_calls = trainer.observations - obs0, calls["window"]
     del trainer.learner.train
+    if undo_recon:
+        undo_recon()
     phase("window")
 
     # the learner update alone, back to back
@@ -231,8 +294,8 @@ def _measure(ctx: Context, experiment: str, model: str, sizes: str, share: float
     steps = window["steps"]
     t_update = update["step_ms"] / 1e3
     t_window = window["seconds"] / steps
-    # acting + reconstruction per env step: Table 2's window less its one update per step at the back-to-back time
-    # (so that its rate is the window's own), Table 4's less the time its few train() calls took
+    # acting + reconstruction per env step: Table 2's and the figures' window less its one update per step at the
+    # back-to-back time (so that the rate is the window's own), Table 4's less the time its few train() calls took
     t_rest = t_window - (spent["window"] / steps if cadence else window_calls / steps * t_update)
     t_step = t_rest + c * t_update
     obs_per_step = obs / steps
@@ -263,14 +326,14 @@ def _measure(ctx: Context, experiment: str, model: str, sizes: str, share: float
         "unit": "observations",
         "rate": rate, "steps": steps, "seconds": window["seconds"], "step_ms": round(1e3 * t_step, 3),
         "window_rate": obs / window["seconds"], "observations_per_env_step": round(obs_per_step, 3),
-        "train_calls_per_env_step": c, "train_calls_in_window": window_calls,
+        "train_calls_per_env_step": c, "train_calls_in_window": window_calls, "recon_updates_in_window": calls["recon"],
         "learner_update_ms": update["step_ms"], "learner_updates_timed": update["steps"],
         "learner_sequences_per_s": update["rate"], "env_step_split_ms": split,
         **memory, **(syncs or {}), "agreement": agree,
         "projection": projection(units, rate, ESTIMATES[experiment],
                                  f"{runs_in_plan} runs of {per_run:,} observations (the paper grid's runs of "
-                                 f"{'Table 2' if experiment == 'table2' else 'Table 4 ' + model}) at the measured "
-                                 f"rate"),
+                                 f"{'Table 2' if experiment == 'table2' else NAMES[experiment] + ' ' + model}) at the "
+                                 "measured rate"),
         "notes": notes,
     }
     notes.insert(0, f"warm-up: {warm_steps} env steps (min_capacity {r.min_capacity} -> "
@@ -280,6 +343,11 @@ def _measure(ctx: Context, experiment: str, model: str, sizes: str, share: float
     if r.episodes_per_cycle is not None:
         notes.append(f"Table 4's cadence as implemented: {c:.4f} train() calls per env step (nominal 4 per 31 "
                      f"episodes: {c_nominal:.4f}, {hours_nominal:.3g} device-hours for this core's runs)")
+    if config.recon.enabled:
+        notes.append(f"the window ran {calls['recon']} reconstruction updates (its store held {store0} finished "
+                     f"episodes at the start)" + ("" if calls["recon"] else ": the rate leaves the reconstruction out ("
+                                                  + ("no episode had finished" if not trainer.rec_store else
+                                                     "a window shorter than its period") + ")"))
     if config.recon.adaptive:
         notes.append(f"the reconstruction's adaptive period was {trainer.recon.period} (it starts at "
                      f"{config.recon.period}; it may grow to {config.recon.max_period} once the reconstruction is "
@@ -465,3 +533,35 @@ def _sum_projection(parts: list[dict], estimate: str, complete: bool) -> dict:
     hours = sum(p["device_hours"] for p in parts) if complete else None
     return {"units": sum(p["units"] for p in parts), "device_hours": hours, "estimate_before": estimate,
             "how": "the sum of the three cores' projections" if complete else "not all three cores were measured"}
+
+
+def _figure_projection(section: dict, grid: Grid, experiment: str, rows: dict) -> dict:
+    """A figure's runs in the paper's grid, each preset at its own measured rate or at the rate of the measured preset
+    PRICED_AS names; no sum unless every preset has a rate."""
+    units, hours, how, presets = 0.0, 0.0, [], []
+    for model in grid.experiment_models(experiment):
+        key = (experiment, model)
+        source, why = PRICED_AS.get(key, (key, ""))
+        runs_in_plan, per_run = _plan(section, grid, experiment, model)
+        units += runs_in_plan * per_run
+        rate = rows[source]["rate"] if "projection" in rows.get(source, {}) else None
+        if rate is None:
+            hours = None
+            at = "not measured" if source == key else f"not priced ({source[1]} not measured)"
+        else:
+            at = "at its measured rate" if source == key else f"at {source[1]}'s measured rate ({why})"
+            hours = None if hours is None else hours + runs_in_plan * per_run / rate / 3600
+            split = rows[source].get("env_step_split_ms")
+            if source != key and rows[source].get("recon_updates_in_window") and split:
+                # the bound's looseness: the same step less the split's (serialised) reconstruction
+                r, rec = rows[source], split["reconstruction"]
+                low = runs_in_plan * per_run / (r["observations_per_env_step"] * 1e3 / (r["step_ms"] - rec)) / 3600
+                at += (f"; at the step less the reconstruction's {rec:.3g} of {r['step_ms']:.3g} ms (the split's, "
+                       f"serialised) {low:.3g} device-hours, a lower estimate") if rec < r["step_ms"] else ""
+        how.append(f"{model}: {runs_in_plan} runs of {per_run:,} observations {at}")
+        if source == key:
+            presets.append(f"{model} {'measured' if rate else 'not measured'}")
+        else:
+            presets.append(f"{model} priced as {source[1]}" + ("" if rate else " (not measured)"))
+    return {"units": units, "device_hours": hours, "estimate_before": ESTIMATES[experiment],
+            "how": "; ".join(how) or "no runs in the plan", "presets": ", ".join(presets)}

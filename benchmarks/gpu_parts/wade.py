@@ -10,6 +10,9 @@
 (b) The Transformer (and, where time is left, the LSTM) of `wade_train_sequence` (`sequence_models.Training`, the
     loop `train` runs) at the 10-epoch settings on Basic QA: a step is one optimiser step of 8 sequences and the test
     accuracy after it, as the run does. Unit: sequences.
+(c) Where time is left, IMDB's five models (`wade_train_imdb`: `imdb_models.train`'s loop body, batches of 8 reviews,
+    and one test evaluation, `imdb_models.accuracy`) on reviews of IMDB's size (25,000 + 25,000, a 30,000-word
+    vocabulary) whose lengths are drawn from a stated assumption (IMDB_LENGTHS): the real corpus is not on the device.
 
 The paper plan is projected task by task from the measured parts (the CA's time scaled by the task's tokens, the
 readout's by its training items, a sequence model's step by its test length buckets), each task's sizes counted from
@@ -36,6 +39,11 @@ ESTIMATE = "none (CPU: about 101 + 1.5 CPU-hours for the reservoir grid)"
 SEQUENCE_ESTIMATE = "none (CPU: 13-16 s per Transformer run on Basic QA, 10 epochs)"
 AGREEMENT_RULES = [30, 54, 90, 110, 150, 184, 206, 232]  # chaotic, complex, additive and simple rules
 FEATURES = STEPS * BLOCKS * CELLS_PER_BLOCK
+IMDB_REVIEWS, IMDB_VOCAB, IMDB_BATCH = 25_000, 30_000, 8  # per split (spec 3.6); the WordPiece trainer's default
+# tokens per review: lognormal, median e^5.45 = 233, mean about 310, clipped to [10, 3000]: an assumption standing in
+# for the real corpus's WordPiece lengths (reviews average about 230 words; WordPiece splits some words)
+IMDB_LENGTHS = (5.45, 0.75, 10, 3000)
+IMDB_EVAL_SUBSET = 2_000  # test reviews an evaluation is timed on, scaled to 25,000 by count
 
 
 class Sizes:
@@ -113,6 +121,7 @@ def check(ctx) -> dict:
         subparts.append(_sequence(ctx, qa, "lstm", "default", epochs, budget, notes))
     else:
         notes.append("the LSTM was not measured (no time left): price the RNN and LSTM runs as the Transformer's")
+    subparts += _imdb(ctx, cfg["imdb"], budget, notes)
     heavy = None
     if HEAVY in data and not ctx.quick:
         heavy = _heavy(ctx, data[HEAVY], seed, rules[:per_chunk], sizes[HEAVY], chunk_s[HEAVY], notes)
@@ -151,9 +160,115 @@ def check(ctx) -> dict:
         "chunk: expected to be launch-bound on a GPU (its time growing with training items, hardly with rules); if "
         "chunk_parts_s confirms it, chunks of more rules (rules_per_chunk 128 or 256 where memory allows) would cut "
         "the reservoir's GPU time nearly in proportion",
-        "IMDB (Table 2: 5 models x 50 seeds over 25,000 reviews, imdb_runs.train_run) is not measured here",
         *notes]
     return row
+
+
+def _imdb_reviews(rng, n: int, vocab: int, longest: int) -> tuple[list, np.ndarray]:
+    mu, sigma, shortest, cap = IMDB_LENGTHS
+    lengths = np.clip(np.exp(rng.normal(mu, sigma, n)).astype(int), shortest, min(cap, longest))
+    return [rng.integers(1, vocab, size=k) for k in lengths], rng.integers(0, 2, size=n)
+
+
+def _imdb(ctx, section: dict, budget: float, notes: list) -> list[dict]:
+    """IMDB's models: the training step as `imdb_models.train` runs it and one test evaluation, each projected on
+    paper.yaml's runs (models x seeds x epochs x (steps + evaluations)); the float64 agreement of the GRU. Stops while
+    the Incremental periodic chunk still fits a cap large enough for it (about 75 s)."""
+    from reprobench.wade import imdb_models
+
+    reserve = 1 if ctx.quick else 12 + (75 if budget >= 150 else 0)
+    n, vocab, longest = (400, 500, 40) if ctx.quick else (IMDB_REVIEWS, IMDB_VOCAB, IMDB_LENGTHS[3])
+    rng = np.random.default_rng(0)
+    train_x, train_y = _imdb_reviews(rng, n, vocab, longest)
+    test_x, test_y = _imdb_reviews(rng, min(n, IMDB_EVAL_SUBSET), vocab, longest)
+    steps = -(-IMDB_REVIEWS // IMDB_BATCH)  # per epoch, as train's loop
+    evals = sum(start % section["eval_every"] == 0 for start in range(0, IMDB_REVIEWS, IMDB_BATCH))
+    seeds, epochs, rows = section["seeds"], section["epochs"], []
+    for i, model in enumerate(imdb_models.MODELS):
+        if ctx.left() < reserve + (1 if ctx.quick else 10):
+            notes.append("IMDB not measured for lack of time: " + ", ".join(imdb_models.MODELS[i:]))
+            break
+        row, eval_s = _imdb_model(ctx, imdb_models, model, vocab, (train_x, train_y, test_x, test_y),
+                                  0.1 if ctx.quick else min(4.0, 0.03 * budget), syncs=i == 0)
+        eval_s *= IMDB_REVIEWS / len(test_x)
+        run_s = epochs * (steps * row["step_ms"] / 1e3 + evals * eval_s)
+        row |= {"evaluation_s": round(eval_s, 3), "run_s": round(run_s, 1), "projection": projection(
+            seeds * epochs * steps * IMDB_BATCH, seeds * epochs * steps * IMDB_BATCH / (seeds * run_s),
+            "none", f"{seeds} seeds x {epochs} epochs x ({steps:,} steps of {IMDB_BATCH} reviews at the measured step "
+            f"+ {evals} evaluations over {IMDB_REVIEWS:,} test reviews, each timed on {len(test_x):,} and scaled by "
+            "count); review lengths from IMDB_LENGTHS, an assumption (the recurrent models' and the Transformer's "
+            "time grows with the longest review of a batch)")}
+        rows.append(row)
+        ctx.keep(f"imdb {model}", row)
+        if ctx.cuda:
+            torch.cuda.empty_cache()
+    if rows and ctx.left() > reserve + (1 if ctx.quick else 3):
+        rows[0]["agreement"] = _imdb_agreement(ctx, imdb_models, train_x, train_y, vocab)
+    if len(rows) == len(imdb_models.MODELS):
+        hours = sum(r["projection"]["device_hours"] for r in rows)
+        notes.append(f"IMDB (Table 2): {hours:.3g} device-hours for {len(rows)} models x {seeds} seeds x {epochs} "
+                     "epochs (" + ", ".join(f"{r['imdb_model']} {r['projection']['device_hours']:.3g} h, evaluation "
+                                            f"{r['evaluation_s']:.3g} s" for r in rows) +
+                     f"); the evaluation every {section['eval_every']} examples runs {evals} times per epoch over the "
+                     "whole test set; tokens per review an assumption (IMDB_LENGTHS)")
+    return rows
+
+
+def _imdb_model(ctx, imdb_models, model: str, vocab: int, data: tuple, seconds: float, syncs: bool):
+    """(row, seconds of one evaluation over the test reviews given) of one IMDB model."""
+    train_x, train_y, test_x, test_y = data
+    torch.manual_seed(0)
+    net = imdb_models.build(model, vocab).to(ctx.device)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    labels = torch.as_tensor(train_y, device=ctx.device)
+    order, k = np.random.RandomState(0).permutation(len(train_x)), itertools.count()
+
+    def step():  # imdb_models.train's loop body (without its progress bar, evaluation and checkpoint)
+        start = next(k) * IMDB_BATCH % (len(order) - IMDB_BATCH)
+        index = order[start:start + IMDB_BATCH]
+        tokens, lengths = imdb_models._batch(train_x, index, ctx.device)
+        loss = loss_fn(net(tokens, lengths), labels[index])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    lengths = np.array([len(x) for x in train_x])
+    row = {"imdb_model": model, "setting": f"IMDB {model}: batches of {IMDB_BATCH} of {len(train_x):,} reviews of "
+                                          f"{lengths.mean():.0f} tokens on average (the longest {lengths.max()}), "
+                                          f"vocabulary {vocab:,}; float32", "unit": "reviews",
+           **ctx.rate(step, IMDB_BATCH, seconds, warmup=3),
+           **ctx.peak_memory_mb()}
+    if syncs:
+        row |= ctx.syncs(step, 3)
+    _, eval_s = _timed(ctx, lambda: imdb_models.accuracy(net, test_x, test_y, ctx.device))
+    return row, eval_s
+
+
+def _imdb_agreement(ctx, imdb_models, train_x, train_y, vocab: int, steps: int = 2) -> dict:
+    """The GRU classifier: `steps` Adam steps in float64 from the same initial weights on the device and the CPU,
+    dropout off, the same batches: the losses and every weight after them."""
+    def on(device):
+        torch.manual_seed(0)
+        net = imdb_models.build("gru", vocab)
+        _without_dropout(net)
+        net = net.to(device, torch.float64)
+        opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+        labels = torch.as_tensor(train_y, device=device)
+        losses = []
+        for b in range(steps):
+            index = np.arange(b * IMDB_BATCH, (b + 1) * IMDB_BATCH)
+            tokens, lengths = imdb_models._batch(train_x, index, device)
+            loss = torch.nn.functional.cross_entropy(net(tokens, lengths), labels[index])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            losses.append(loss.detach())
+        return [torch.stack(losses), torch.cat([p.detach().flatten() for p in net.parameters()])]
+
+    return agreement(on(ctx.device), on(torch.device("cpu")), tolerance=1e-9, steps=steps,
+                     what=f"IMDB's GRU classifier: the losses of {steps} Adam steps on batches of {IMDB_BATCH} reviews "
+                          "and all weights after them (one vector), float64, dropout off")
 
 
 def _chunk_parts(ctx, train, test, classes, fn) -> dict:
