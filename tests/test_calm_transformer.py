@@ -58,6 +58,20 @@ def test_sinusoidal_encoding():
     torch.testing.assert_close(pe[pos], torch.tensor(expected))
 
 
+def test_the_encoding_is_the_cpus_whatever_the_device_the_model_is_built_on():
+    """As the reference's buffer (model.py L108-119): 5000 positions computed on the CPU at construction and moved
+    with the model, so a GPU run adds the CPU's float32 values (computed on a GPU they differ by ~1e-5 at large
+    positions); not in the state dict."""
+    with torch.device("meta"):  # every parameter on a device without values: the encoding must still have them
+        model = TransformerLM(V, 8, 2, 1, 8)
+    assert model.pe.device.type == "cpu" and model.pe.shape == (5000, 1, 8)
+    assert torch.equal(model.pe[:7], sinusoidal_encoding(7, 8))
+    assert "pe" not in model.state_dict()
+    x = torch.randint(0, V, (5003, 1))
+    with torch.no_grad():
+        make_model().eval()(x)  # beyond the buffer: recomputed, not an error
+
+
 def test_init():
     model = make_model()
     assert model.encoder.weight.abs().max() <= 0.1 and model.decoder.weight.abs().max() <= 0.1

@@ -34,7 +34,7 @@ from collections import Counter
 import numpy as np
 import torch
 
-from gpu_parts import Context, agreement, projection
+from gpu_parts import Context, agreement, compared_parameters, projection
 from reprobench.core.hostsync import HostSyncs
 from reprobench.s2b import runs, train
 from reprobench.s2b.grid import R2D2, Grid
@@ -489,26 +489,14 @@ def _agreement(ctx: Context, trainer, updates: int, batch: int) -> dict:
         idx, steps, state, weights = trainer.replay.sample(r64.batch_size)
         batches.append((idx, _float64(steps), _float64(state), weights.astype(np.float64)))
 
-    def compared(net):
-        # A self-attention's key bias adds the same to every score of a softmax row: its true gradient is 0, what the
-        # backward computes is rounding noise (~1e-13) that Adam turns into steps of that size, different on every
-        # device. Left out of the comparison (DCEM's 6 modules: all of the 1e-9 left once its top-k ties were fixed).
-        out = []
-        for name, p in net.named_parameters():
-            if name.endswith("in_proj_bias"):
-                e = p.shape[0] // 3
-                p = torch.cat([p[:e], p[2 * e:]])
-            out.append(p.detach().clone())
-        return out
-
     def run(device):
         net = copy.deepcopy(trainer.net).to(device=device, dtype=torch.float64)
-        before = compared(net)
+        before = compared_parameters(net)
         learner = R2D2Learner(net, r64, trainer.config.n_actors, device)
         replay = _FixedBatches(batches)
         losses = torch.stack([learner.train(replay) for _ in range(updates)])
         return {"loss": losses, "priorities": torch.cat(replay.priorities),
-                "update": [p - b for p, b in zip(compared(net), before)]}
+                "update": [p - b for p, b in zip(compared_parameters(net), before)]}
 
     return agreement(run(ctx.device), run(torch.device("cpu")), TOLERANCE,
                      f"losses, priorities and parameter changes of {updates} float64 learner updates on batches of "

@@ -5,7 +5,10 @@ forward or in `learn`.
 
 What the reference does (lifelonglm 576f864: learner/transformer_learner.py, base_learner.py, model.py, main.py):
 - Model: Embedding(V, d) * sqrt(d) + sinusoidal positional encoding -> dropout -> nn.TransformerEncoder of post-LN
-  layers (ReLU, feed-forward size --nhid, dropout) under a causal mask -> Linear(d, V). Run with --bptt 100.
+  layers (ReLU, feed-forward size --nhid, dropout) under a causal mask -> Linear(d, V). Run with --bptt 100. The
+  encoding is a buffer of 5000 positions computed in float32 on the CPU when the model is built (model.py L108-119)
+  and moved with the model: on a GPU it holds the CPU's values (computed there, sin and exp of float32 angles up to
+  511 rad differ by ~1e-5, a float64 run's forward by 2.6e-7 on an H200).
 - The input: `predict` appends the window to a buffer and cuts it to the last --buffer-len = 512 tokens per stream
   (L47-58), and the model reads that buffer: 512 tokens including the window (412 past + 100), positions counted
   from its first token; the loss is on the window's rows only. The first window starts the buffer uncut.
@@ -64,10 +67,13 @@ def sinusoidal_encoding(length: int, d_model: int, device=None, dtype=torch.floa
 class TransformerLM(nn.Module):
     """forward(x (T, b)) -> logits (T, b, V); each position sees itself and the earlier ones only."""
 
-    def __init__(self, vocab: int, d_model: int, n_heads: int, n_layers: int, d_ff: int, dropout: float = 0.1):
+    def __init__(self, vocab: int, d_model: int, n_heads: int, n_layers: int, d_ff: int, dropout: float = 0.1,
+                 max_len: int = 5000):
         super().__init__()
         self.vocab, self.d_model = vocab, d_model
         self.drop = nn.Dropout(dropout)
+        # on the CPU whatever the default device (module docstring); not in the state dict, which stays as it was
+        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, "cpu"), persistent=False)
         # the reference's draw order: the layer, the embedding, the decoder, then init_weights (module docstring)
         layer = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout, activation="relu", norm_first=False)
         # no nested tensors: there is no padding, and the check would only warn about batch_first=False
@@ -83,7 +89,9 @@ class TransformerLM(nn.Module):
         """The encoder's output (T, b, d), before the decoder."""
         t = x.shape[0]
         h = self.encoder(x) * math.sqrt(self.d_model)
-        h = self.drop(h + sinusoidal_encoding(t, self.d_model, h.device, h.dtype))
+        if t > len(self.pe):  # longer than the reference's buffer (which would fail): the CPU's values all the same
+            self.pe = sinusoidal_encoding(t, self.d_model, "cpu").to(self.pe.device, self.pe.dtype)
+        h = self.drop(h + self.pe[:t].to(h.dtype))
         mask = nn.Transformer.generate_square_subsequent_mask(t, device=x.device, dtype=h.dtype)
         # is_causal=True as a hint: without it torch compares the mask with a causal one, a host sync
         return self.transformer(h, mask=mask, is_causal=True)
