@@ -5,6 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from reprobench.calm import transformer
 from reprobench.calm.transformer import TransformerLearner, TransformerLM, base_lr, lr_at, sinusoidal_encoding
 
 torch.set_num_threads(1)
@@ -58,14 +59,21 @@ def test_sinusoidal_encoding():
     torch.testing.assert_close(pe[pos], torch.tensor(expected))
 
 
-def test_the_encoding_is_the_cpus_whatever_the_device_the_model_is_built_on():
+def test_the_encoding_is_the_cpus_whatever_the_device_the_model_is_built_on(monkeypatch):
     """As the reference's buffer (model.py L108-119): 5000 positions computed on the CPU at construction and moved
     with the model, so a GPU run adds the CPU's float32 values (computed on a GPU they differ by ~1e-5 at large
     positions); not in the state dict."""
-    with torch.device("meta"):  # every parameter on a device without values: the encoding must still have them
+    calls = []
+
+    def recorded(*args, **kwargs):
+        calls.append(args[2:] + tuple(kwargs.values()))
+        return sinusoidal_encoding(*args, **kwargs)
+
+    with monkeypatch.context() as m, torch.device("meta"):  # a model built on another device than the CPU
+        m.setattr(transformer, "sinusoidal_encoding", recorded)
         model = TransformerLM(V, 8, 2, 1, 8)
-    assert model.pe.device.type == "cpu" and model.pe.shape == (5000, 1, 8)
-    assert torch.equal(model.pe[:7], sinusoidal_encoding(7, 8))
+    assert calls == [("cpu",)] and model.pe.device.type == "meta" and model.pe.shape == (5000, 1, 8)
+    assert torch.equal(make_model().pe[:7], sinusoidal_encoding(7, D))
     assert "pe" not in model.state_dict()
     x = torch.randint(0, V, (5003, 1))
     with torch.no_grad():

@@ -72,8 +72,10 @@ class TransformerLM(nn.Module):
         super().__init__()
         self.vocab, self.d_model = vocab, d_model
         self.drop = nn.Dropout(dropout)
-        # on the CPU whatever the default device (module docstring); not in the state dict, which stays as it was
-        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, "cpu"), persistent=False)
+        # computed on the CPU whatever the default device (module docstring), then put where the parameters are made;
+        # not in the state dict, which stays as it was
+        pe = sinusoidal_encoding(max_len, d_model, "cpu").to(torch.get_default_device())
+        self.register_buffer("pe", pe, persistent=False)
         # the reference's draw order: the layer, the embedding, the decoder, then init_weights (module docstring)
         layer = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout, activation="relu", norm_first=False)
         # no nested tensors: there is no padding, and the check would only warn about batch_first=False
