@@ -171,12 +171,16 @@ def _imdb_reviews(rng, n: int, vocab: int, longest: int) -> tuple[list, np.ndarr
 
 
 def _imdb(ctx, section: dict, budget: float, notes: list) -> list[dict]:
-    """IMDB's models: the training step as `imdb_models.train` runs it and one test evaluation, each projected on
-    paper.yaml's runs (models x seeds x epochs x (steps + evaluations)); the float64 agreement of the GRU. Stops while
-    the Incremental periodic chunk still fits a cap large enough for it (about 75 s)."""
+    """IMDB's models (config's wade.imdb.models): the training step as `imdb_models.train` runs it and one test
+    evaluation, each projected on paper.yaml's runs (models x seeds x epochs x (steps + evaluations)); the float64
+    agreement of the GRU. A model starts only where the time it is expected to take (the costliest model so far)
+    leaves the Incremental periodic chunk its reserve: 80 s at caps of 150 s and more (the chunk needs twice its
+    prediction, about 2 x 33 + 5 s on an H100), 12 s under them, where the chunk does not fit anyway."""
     from reprobench.wade import imdb_models
 
-    reserve = 1 if ctx.quick else 12 + (75 if budget >= 150 else 0)
+    models = list(section["models"])
+    reserve = 1 if ctx.quick else (80 if budget >= 150 else 12)
+    seconds = 0.1 if ctx.quick else min(3.0, 0.02 * budget)  # the timed steps of one model
     n, vocab, longest = (400, 500, 40) if ctx.quick else (IMDB_REVIEWS, IMDB_VOCAB, IMDB_LENGTHS[3])
     rng = np.random.default_rng(0)
     train_x, train_y = _imdb_reviews(rng, n, vocab, longest)
@@ -184,31 +188,44 @@ def _imdb(ctx, section: dict, budget: float, notes: list) -> list[dict]:
     steps = -(-IMDB_REVIEWS // IMDB_BATCH)  # per epoch, as train's loop
     evals = sum(start % section["eval_every"] == 0 for start in range(0, IMDB_REVIEWS, IMDB_BATCH))
     seeds, epochs, rows = section["seeds"], section["epochs"], []
-    for i, model in enumerate(imdb_models.MODELS):
-        if ctx.left() < reserve + (1 if ctx.quick else 10):
-            notes.append("IMDB not measured for lack of time: " + ", ".join(imdb_models.MODELS[i:]))
+    expected = seconds + (0.5 if ctx.quick else 4.0)  # the first model: its steps, warm-up, syncs, evaluation
+    for i, model in enumerate(models):
+        if ctx.left() - expected < reserve:
+            notes.append(f"IMDB not measured for lack of time ({ctx.left():.0f} s left, a model expected to take "
+                         f"{expected:.0f} s, {reserve} s kept for what follows): " + ", ".join(models[i:]))
             break
-        row, eval_s = _imdb_model(ctx, imdb_models, model, vocab, (train_x, train_y, test_x, test_y),
-                                  0.1 if ctx.quick else min(4.0, 0.03 * budget), syncs=i == 0)
+        t0 = time.monotonic()
+        row, eval_s = _imdb_model(ctx, imdb_models, model, vocab, (train_x, train_y, test_x, test_y), seconds,
+                                  syncs=i == 0)
         eval_s *= IMDB_REVIEWS / len(test_x)
         run_s = epochs * (steps * row["step_ms"] / 1e3 + evals * eval_s)
         row |= {"evaluation_s": round(eval_s, 3), "run_s": round(run_s, 1), "projection": projection(
             seeds * epochs * steps * IMDB_BATCH, seeds * epochs * steps * IMDB_BATCH / (seeds * run_s),
             "none", f"{seeds} seeds x {epochs} epochs x ({steps:,} steps of {IMDB_BATCH} reviews at the measured step "
             f"+ {evals} evaluations over {IMDB_REVIEWS:,} test reviews, each timed on {len(test_x):,} and scaled by "
-            "count); review lengths from IMDB_LENGTHS, an assumption (the recurrent models' and the Transformer's "
-            "time grows with the longest review of a batch)")}
+            "count); review lengths from IMDB_LENGTHS, an assumption")}
+        row["notes"] = [
+            "review lengths are drawn from IMDB_LENGTHS (lognormal, median 233, mean about 310 tokens, clipped to "
+            "3,000), an assumption standing in for the real corpus's WordPiece lengths: the recurrent models' step and "
+            "evaluation grow about in proportion to the longest review of a batch (one recurrent step per token), "
+            "the Transformer's between that and its square (attention over the padded length), the Linear's hardly; "
+            "the timed batches' longest reviews against the epoch's are in longest_review_mean",
+            "the step is imdb_models.train's loop body (_batch, forward, loss, backward, Adam); the evaluation "
+            "imdb_models.accuracy, timed once on the first test reviews and scaled to 25,000 by count"]
         rows.append(row)
         ctx.keep(f"imdb {model}", row)
+        expected = max(expected, time.monotonic() - t0)
         if ctx.cuda:
             torch.cuda.empty_cache()
     if rows and ctx.left() > reserve + (1 if ctx.quick else 3):
-        rows[0]["agreement"] = _imdb_agreement(ctx, imdb_models, train_x, train_y, vocab)
-    if len(rows) == len(imdb_models.MODELS):
+        gru = next((r for r in rows if r["imdb_model"] == "gru"), rows[0])
+        gru["agreement"] = _imdb_agreement(ctx, imdb_models, train_x, train_y, vocab)
+    if rows:
         hours = sum(r["projection"]["device_hours"] for r in rows)
-        notes.append(f"IMDB (Table 2): {hours:.3g} device-hours for {len(rows)} models x {seeds} seeds x {epochs} "
-                     "epochs (" + ", ".join(f"{r['imdb_model']} {r['projection']['device_hours']:.3g} h, evaluation "
-                                            f"{r['evaluation_s']:.3g} s" for r in rows) +
+        notes.append(f"IMDB (Table 2): {hours:.3g} device-hours for {len(rows)} of {len(models)} models x {seeds} "
+                     f"seeds x {epochs} epochs (" +
+                     ", ".join(f"{r['imdb_model']} {r['projection']['device_hours']:.3g} h, evaluation "
+                               f"{r['evaluation_s']:.3g} s" for r in rows) +
                      f"); the evaluation every {section['eval_every']} examples runs {evals} times per epoch over the "
                      "whole test set; tokens per review an assumption (IMDB_LENGTHS)")
     return rows
@@ -222,25 +239,35 @@ def _imdb_model(ctx, imdb_models, model: str, vocab: int, data: tuple, seconds: 
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     loss_fn = torch.nn.CrossEntropyLoss()
     labels = torch.as_tensor(train_y, device=ctx.device)
-    order, k = np.random.RandomState(0).permutation(len(train_x)), itertools.count()
+    n_tokens = np.array([len(x) for x in train_x])
+    order, k, longest = np.random.RandomState(0).permutation(len(train_x)), itertools.count(), []
 
-    def step():  # imdb_models.train's loop body (without its progress bar, evaluation and checkpoint)
+    def step():  # imdb_models.train's loop body, line by line, without its logits' shape check, progress bar,
+        # evaluation and checkpoint; `longest` is bookkeeping for the row
         start = next(k) * IMDB_BATCH % (len(order) - IMDB_BATCH)
         index = order[start:start + IMDB_BATCH]
+        longest.append(int(n_tokens[index].max()))  # from the host's lengths: no sync
         tokens, lengths = imdb_models._batch(train_x, index, ctx.device)
         loss = loss_fn(net(tokens, lengths), labels[index])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
 
-    lengths = np.array([len(x) for x in train_x])
     row = {"imdb_model": model, "setting": f"IMDB {model}: batches of {IMDB_BATCH} of {len(train_x):,} reviews of "
-                                          f"{lengths.mean():.0f} tokens on average (the longest {lengths.max()}), "
+                                          f"{n_tokens.mean():.0f} tokens on average (the longest {n_tokens.max()}), "
                                           f"vocabulary {vocab:,}; float32", "unit": "reviews",
            **ctx.rate(step, IMDB_BATCH, seconds, warmup=3),
            **ctx.peak_memory_mb()}
+    epoch = n_tokens[order[:len(order) // IMDB_BATCH * IMDB_BATCH]].reshape(-1, IMDB_BATCH).max(1)
+    row["longest_review_mean"] = {"timed batches": round(float(np.mean(longest[3:3 + row["steps"]])), 1),
+                                  "an epoch's batches": round(float(epoch.mean()), 1)}
     if syncs:
         row |= ctx.syncs(step, 3)
+        row["sync_sources"] = ("_batch: the lengths made on the device from a list, int(lengths.max()) for the "
+                               "padded width, one copy per review (8 a step); forward: pack_padded_sequence's "
+                               "lengths.cpu(), the index of the last real token (sync_points has the lines); the "
+                               "step: labels[index] with a host index. The evaluation adds accuracy's .cpu() per "
+                               "batch of 32 (782 per evaluation) besides its 25,000 per-review copies")
     _, eval_s = _timed(ctx, lambda: imdb_models.accuracy(net, test_x, test_y, ctx.device))
     return row, eval_s
 
